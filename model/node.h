@@ -1,0 +1,49 @@
+// Nodes and pools: the machines jobs run on and how they were bought.
+// Plain data; validation lives with the parsers that build them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/labels.h"
+#include "model/quantity.h"
+#include "util/ids.h"
+#include "util/status.h"
+
+namespace trainyard::model {
+
+enum class NodeState { Provisioning, Ready, Draining, Terminating, Gone };
+enum class PoolKind { OnDemand, Spot, Reserved, Static };
+
+std::string_view node_state_name(NodeState s);
+std::string_view pool_kind_name(PoolKind k);
+util::Result<PoolKind> parse_pool_kind(std::string_view text);
+
+// Most GPUs a node may have; bounds per-node arrays in the scheduler.
+inline constexpr int kMaxGpusPerNode = 16;
+
+struct Node {
+  util::NodeId id;
+  std::string name;
+  std::string pool;
+  std::string gpu_model;  // canonical accelerator name, or the trace's own model name
+  int gpu_count = 0;
+  bool mig_enabled = false;  // GPUs are cut into MIG instances on demand
+  CpuMilli cpu{0};
+  Bytes memory{0};
+  std::string rack;  // topology domain for gang packing; empty = own domain
+  Labels labels;
+  NodeState state = NodeState::Ready;
+};
+
+struct Pool {
+  std::string name;
+  PoolKind kind = PoolKind::Static;
+  std::string gpu_model;
+  int gpus_per_node = 0;
+  int min_nodes = 0;
+  int max_nodes = 0;
+  double price_per_node_hour = 0;  // accounting only; never decides a fit
+};
+
+}  // namespace trainyard::model

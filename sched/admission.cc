@@ -1,0 +1,130 @@
+#include "sched/admission.h"
+
+#include <algorithm>
+
+namespace trainyard::sched {
+
+QuotaLedger::QuotaLedger(const Snapshot& snap, bool derive_equal_shares)
+    : snap_(&snap),
+      keys_(static_cast<int>(snap.gpu_models.size()) + 1),
+      capacity_(keys_, 0),
+      usage_(snap.teams.size() * keys_, 0) {
+  for (const SnapshotNode& n : snap.nodes) {
+    if (n.gpu_model < 0) continue;
+    capacity_[n.gpu_model] += int64_t{n.gpu_count} * model::kMilliPerGpu;
+    capacity_[keys_ - 1] += int64_t{n.gpu_count} * model::kMilliPerGpu;
+  }
+  for (const SnapshotTeam& t : snap.teams) has_quotas_ = has_quotas_ || !t.quota.empty();
+  if (!has_quotas_ && derive_equal_shares && !snap.teams.empty()) {
+    derived_ = true;
+    has_quotas_ = true;
+    derived_quota_.resize(keys_);
+    for (const auto& t : snap.teams) total_weight_ += t.weight;
+    for (int k = 0; k < keys_; ++k) {
+      derived_quota_[k].nominal_milli = capacity_[k];  // scaled per team in quota()
+    }
+  }
+  for (const SnapshotJob& job : snap.jobs) {
+    if (job.is_running()) add(job, job.placement, +1);
+  }
+}
+
+QuotaEntry QuotaLedger::quota(int team, int key) const {
+  if (derived_) {
+    const double share = snap_->teams[team].weight / total_weight_;
+    return {static_cast<int64_t>(static_cast<double>(derived_quota_[key].nominal_milli) * share),
+            -1};
+  }
+  const auto& q = snap_->teams[team].quota;
+  if (q.empty()) return {};
+  return q[key];
+}
+
+bool QuotaLedger::same_cohort(int a, int b) const {
+  if (derived_) return true;
+  const int ca = snap_->teams[a].cohort;
+  return ca >= 0 && ca == snap_->teams[b].cohort;
+}
+
+void QuotaLedger::delta(const SnapshotJob& job, std::span<const Assignment> placement,
+                        std::vector<int64_t>* out) const {
+  out->assign(keys_, 0);
+  for (const Assignment& a : placement) {
+    if (a.gpu_idx < 0) continue;
+    const int m = snap_->nodes[a.node_idx].gpu_model;
+    int64_t milli = a.milli;
+    if (a.mig_profile >= 0) {
+      milli = snap_->accelerators[m]->mig_profiles[a.mig_profile].compute_slices *
+              model::kMilliPerGpu / 7;
+    }
+    (*out)[m] += milli;
+    (*out)[keys_ - 1] += milli;
+  }
+  (void)job;
+}
+
+void QuotaLedger::add(const SnapshotJob& job, std::span<const Assignment> placement, int sign) {
+  if (job.team < 0) return;
+  delta(job, placement, &scratch_);
+  for (int k = 0; k < keys_; ++k) usage_[job.team * keys_ + k] += sign * scratch_[k];
+}
+
+QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
+                                std::span<const Assignment> placement) const {
+  if (!has_quotas_ || job.team < 0) return {};
+  delta(job, placement, &scratch_);
+  const int teams = static_cast<int>(snap_->teams.size());
+  for (int k = 0; k < keys_; ++k) {
+    if (scratch_[k] == 0) continue;
+    const QuotaEntry q = quota(job.team, k);
+    if (q.nominal_milli < 0) continue;
+    const int64_t want = usage(job.team, k) + scratch_[k];
+    if (want <= q.nominal_milli) continue;
+    int64_t lendable = 0;
+    for (int t = 0; t < teams; ++t) {
+      if (t == job.team || !same_cohort(t, job.team)) continue;
+      const QuotaEntry other = quota(t, k);
+      if (other.nominal_milli > 0) lendable += std::max<int64_t>(0, other.nominal_milli - usage(t, k));
+    }
+    if (q.borrowing_limit_milli >= 0) lendable = std::min(lendable, q.borrowing_limit_milli);
+    const int64_t over = want - q.nominal_milli - lendable;
+    if (over > 0) return {false, over, k};
+  }
+  return {};
+}
+
+bool QuotaLedger::borrowing(int team) const {
+  if (!has_quotas_ || team < 0) return false;
+  for (int k = 0; k < keys_; ++k) {
+    const QuotaEntry q = quota(team, k);
+    if (q.nominal_milli >= 0 && usage(team, k) > q.nominal_milli) return true;
+  }
+  return false;
+}
+
+bool QuotaLedger::within_nominal_after(const SnapshotJob& job,
+                                       std::span<const Assignment> placement) const {
+  if (!has_quotas_ || job.team < 0) return false;
+  delta(job, placement, &scratch_);
+  for (int k = 0; k < keys_; ++k) {
+    const QuotaEntry q = quota(job.team, k);
+    if (scratch_[k] > 0 && q.nominal_milli >= 0 && usage(job.team, k) + scratch_[k] > q.nominal_milli) {
+      return false;
+    }
+  }
+  return true;
+}
+
+double QuotaLedger::dominant_share(int team) const {
+  if (team < 0) return 0;
+  double share = 0;
+  for (int k = 0; k < keys_ - 1; ++k) {
+    if (capacity_[k] > 0) {
+      share = std::max(share, static_cast<double>(usage(team, k)) / static_cast<double>(capacity_[k]));
+    }
+  }
+  const double w = snap_->teams[team].weight;
+  return w > 0 ? share / w : share;
+}
+
+}  // namespace trainyard::sched

@@ -1,0 +1,59 @@
+// Admission: team quotas per GPU model (and for all models), borrowing of unused nominal
+// quota within a cohort, and the weighted dominant share used by the fair policy.
+// A QuotaLedger is built from the snapshot's running jobs and updated as plan() starts jobs.
+// When the fair policy runs and no team has quotas, every team gets an equal weighted share of
+// each GPU model as nominal quota, all teams in one cohort with unlimited borrowing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sched/snapshot.h"
+
+namespace trainyard::sched {
+
+struct QuotaVerdict {
+  bool admitted = true;
+  int64_t over_milli = 0;  // how far the request would exceed quota + borrowable
+  int key = -1;            // quota key (GPU model index, or models count for "all")
+};
+
+class QuotaLedger {
+ public:
+  QuotaLedger(const Snapshot& snap, bool derive_equal_shares);
+
+  bool has_quotas() const { return has_quotas_; }
+  // Whether the team may take `placement` (usage per model it implies) within nominal quota
+  // plus what it may borrow from its cohort now.
+  QuotaVerdict check(const SnapshotJob& job, std::span<const Assignment> placement) const;
+  void add(const SnapshotJob& job, std::span<const Assignment> placement, int sign);
+
+  int64_t usage(int team, int key) const { return usage_[team * keys_ + key]; }
+  int64_t nominal(int team, int key) const { return quota(team, key).nominal_milli; }
+  // True when the team uses more than its nominal quota of any key.
+  bool borrowing(int team) const;
+  // True when the team, after taking `placement`, stays within its nominal quota.
+  bool within_nominal_after(const SnapshotJob& job, std::span<const Assignment> placement) const;
+  bool same_cohort(int a, int b) const;
+  // Weighted dominant share over GPU models: max_m usage_m / capacity_m, divided by weight.
+  double dominant_share(int team) const;
+
+ private:
+  QuotaEntry quota(int team, int key) const;
+  // Milli-GPUs per key (models, then "all") that a placement takes.
+  void delta(const SnapshotJob& job, std::span<const Assignment> placement,
+             std::vector<int64_t>* out) const;
+
+  const Snapshot* snap_;
+  int keys_;
+  bool has_quotas_ = false;
+  bool derived_ = false;
+  double total_weight_ = 0;
+  std::vector<int64_t> capacity_;  // per key
+  std::vector<int64_t> usage_;     // team * keys_ + key
+  std::vector<QuotaEntry> derived_quota_;  // per key, when derived
+  mutable std::vector<int64_t> scratch_;
+};
+
+}  // namespace trainyard::sched

@@ -1,0 +1,102 @@
+#include "sched/cluster_state.h"
+
+#include "util/status.h"
+
+namespace trainyard::sched {
+namespace {
+constexpr int kLevels = model::kMaxGpusPerNode + 1;
+}
+
+ClusterState::ClusterState(const Snapshot& snap)
+    : snap_(&snap),
+      free_(snap.nodes.size()),
+      buckets_(snap.gpu_models.size() * kLevels),
+      pos_(snap.nodes.size(), -1) {
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const SnapshotNode& n = snap.nodes[i];
+    TY_CHECK(n.gpu_count >= 0 && n.gpu_count <= model::kMaxGpusPerNode);
+    NodeFree& f = free_[i];
+    f.cpu = n.cpu;
+    f.memory = n.memory;
+    for (int g = 0; g < n.gpu_count; ++g) f.gpu_milli_free[g] = model::kMilliPerGpu;
+    f.whole_free = n.mig_enabled ? 0 : n.gpu_count;
+  }
+  for (const SnapshotJob& job : snap.jobs) {
+    if (job.is_running()) change(job.placement, job.worker, -1);
+  }
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    if (indexed(static_cast<int>(i))) bucket_insert(static_cast<int>(i));
+  }
+}
+
+bool ClusterState::indexed(int node_idx) const {
+  const SnapshotNode& n = snap_->nodes[node_idx];
+  return n.schedulable && !n.mig_enabled && n.gpu_model >= 0 && n.gpu_count > 0;
+}
+
+std::span<const int32_t> ClusterState::bucket(int gpu_model, int whole_free) const {
+  return buckets_[gpu_model * kLevels + whole_free];
+}
+
+void ClusterState::bucket_remove(int node_idx) {
+  auto& b = buckets_[snap_->nodes[node_idx].gpu_model * kLevels + free_[node_idx].whole_free];
+  const int32_t at = pos_[node_idx];
+  b[at] = b.back();
+  pos_[b[at]] = at;
+  b.pop_back();
+  pos_[node_idx] = -1;
+}
+
+void ClusterState::bucket_insert(int node_idx) {
+  auto& b = buckets_[snap_->nodes[node_idx].gpu_model * kLevels + free_[node_idx].whole_free];
+  pos_[node_idx] = static_cast<int32_t>(b.size());
+  b.push_back(node_idx);
+}
+
+void ClusterState::apply(std::span<const Assignment> placement,
+                         const model::WorkerRequest& worker) {
+  change(placement, worker, -1);
+}
+
+void ClusterState::release(std::span<const Assignment> placement,
+                           const model::WorkerRequest& worker) {
+  change(placement, worker, +1);
+  ++release_epoch_;
+}
+
+void ClusterState::change(std::span<const Assignment> placement,
+                          const model::WorkerRequest& worker, int sign) {
+  int32_t last_worker = -1;
+  int32_t last_node = -1;
+  for (const Assignment& a : placement) {
+    const bool reindex = pos_[a.node_idx] >= 0;
+    if (reindex) bucket_remove(a.node_idx);
+    NodeFree& f = free_[a.node_idx];
+    if (a.worker != last_worker || a.node_idx != last_node) {
+      f.cpu += worker.cpu * sign;
+      f.memory += worker.memory * sign;
+      last_worker = a.worker;
+      last_node = a.node_idx;
+    }
+    if (a.gpu_idx >= 0) {
+      int16_t& milli = f.gpu_milli_free[a.gpu_idx];
+      if (a.mig_profile >= 0) {
+        const auto* accel = snap_->accelerators[snap_->nodes[a.node_idx].gpu_model];
+        const uint8_t bits = accel->mig_profiles[a.mig_profile].slot_bits(a.mig_start);
+        f.mig_used[a.gpu_idx] = sign < 0 ? static_cast<uint8_t>(f.mig_used[a.gpu_idx] | bits)
+                                         : static_cast<uint8_t>(f.mig_used[a.gpu_idx] & ~bits);
+      } else {
+        const bool was_whole = milli == model::kMilliPerGpu;
+        milli = static_cast<int16_t>(milli + sign * a.milli);
+        const bool is_whole = milli == model::kMilliPerGpu;
+        TY_CHECK_MSG(milli >= 0 && milli <= model::kMilliPerGpu, "GPU over- or under-committed");
+        if (!snap_->nodes[a.node_idx].mig_enabled) f.whole_free += (is_whole ? 1 : 0) - (was_whole ? 1 : 0);
+      }
+    }
+    if (reindex || (sign > 0 && indexed(a.node_idx) && pos_[a.node_idx] < 0)) {
+      bucket_insert(a.node_idx);
+    }
+  }
+}
+
+}  // namespace trainyard::sched

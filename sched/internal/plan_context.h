@@ -1,0 +1,94 @@
+// State shared by the stages of one plan() call: the what-if cluster, the quota ledger, the
+// memo of request shapes known not to fit, and the plan being built. Internal to sched/.
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "sched/admission.h"
+#include "sched/cluster_state.h"
+#include "sched/placement.h"
+#include "sched/plan.h"
+#include "sched/policy.h"
+
+namespace trainyard::sched::internal {
+
+// What makes two requests interchangeable for fitting: same result from place().
+struct Shape {
+  int gpus, workers;
+  int64_t milli, cpu, memory;
+  uint64_t model_mask;
+  size_t mig_and_selector_hash;
+  bool operator==(const Shape&) const = default;
+};
+struct ShapeHash {
+  size_t operator()(const Shape& s) const;
+};
+Shape shape_of(const SnapshotJob& job);
+
+// Remembers shapes that did not fit; valid while capacity only shrinks.
+class FitMemo {
+ public:
+  bool known_not_to_fit(const Shape& s) const { return failed_.contains(s); }
+  void record_failure(const Shape& s) { failed_.insert(s); }
+  void clear() { failed_.clear(); }
+
+ private:
+  std::unordered_set<Shape, ShapeHash> failed_;
+};
+
+struct PlanContext {
+  PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyTraits& t);
+
+  const Snapshot& snap;
+  const PolicyConfig& cfg;
+  const PolicyTraits& traits;
+  ClusterState state;
+  QuotaLedger ledger;
+  FitMemo memo;
+  FitMemo preempt_memo;
+  std::vector<int32_t> rank_of;      // per job index; running jobs too for preemptive policies
+  std::vector<uint8_t> condemned;    // per job index: chosen as a victim in this plan
+  std::vector<int> started_idx;      // job index of each plan.starts entry
+  Plan plan;
+
+  PlaceOptions place_options() const { return {.strategy = cfg.placement}; }
+  void wait(const SnapshotJob& job, Stage stage, WaitCode code, int64_t arg = 0,
+            uint8_t filter = 0) {
+    plan.waiting.push_back({job.id, stage, code, arg, filter});
+  }
+  // Takes the capacity and records the start.
+  void start(int job_idx, std::vector<Assignment> placement);
+};
+
+// Tries to find running jobs whose preemption lets `job` (at `job_idx`) fit. On success the
+// victims are appended to the plan and marked condemned; the state is left unchanged (victims
+// hold their GPUs until they stop). Returns true when the job now waits for victims.
+bool preempt_for(PlanContext& ctx, int job_idx);
+
+// EASY backfill: reserves, for the first job that does not fit (the head), the GPUs it will
+// get at the earliest time the running jobs' runtime limits free enough (the shadow time).
+// Later jobs may start now if they leave the reservation alone, or if their own limit says
+// they end before the shadow time (then they may use reserved GPUs: lift(), try, restore()).
+class Backfill {
+ public:
+  Backfill(PlanContext& ctx, int head_idx);
+  bool active() const { return shadow_ != Time::max(); }
+  Time shadow() const { return shadow_; }
+  JobId head() const { return head_; }
+  bool ends_before_shadow(const SnapshotJob& job) const;
+  void lift();     // gives the reserved GPUs back to the state
+  void restore();  // takes them again, except those a started job now uses
+  FitMemo& short_memo() { return short_memo_; }
+
+ private:
+  PlanContext& ctx_;
+  JobId head_;
+  Time shadow_ = Time::max();
+  std::vector<Assignment> reservation_;  // currently free capacity held for the head job
+  model::WorkerRequest no_resources_;
+  FitMemo short_memo_;
+};
+
+}  // namespace trainyard::sched::internal

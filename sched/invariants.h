@@ -1,0 +1,15 @@
+// Checks that a plan keeps the house rules against its snapshot: no GPU, MIG slice, CPU or
+// memory over-committed (running jobs plus starts), every gang started whole, only pending
+// jobs started and only running jobs preempted, each job at most once, and every start
+// admitted within team quota at its turn. Used after every plan() in tests and simulations.
+#pragma once
+
+#include "sched/plan.h"
+#include "sched/snapshot.h"
+#include "util/status.h"
+
+namespace trainyard::sched {
+
+util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced);
+
+}  // namespace trainyard::sched

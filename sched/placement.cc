@@ -1,0 +1,366 @@
+#include "sched/placement.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "util/status.h"
+
+namespace trainyard::sched {
+namespace {
+
+using model::kMaxGpusPerNode;
+using model::kMilliPerGpu;
+
+bool wants_gpu(const model::WorkerRequest& w) {
+  return w.gpus > 0 || w.gpu_milli.value() > 0 || !w.mig_profile.empty();
+}
+
+bool model_allowed(const SnapshotJob& job, int gpu_model) {
+  return job.gpu_model_mask == 0 || (gpu_model >= 0 && ((job.gpu_model_mask >> gpu_model) & 1));
+}
+
+const model::MigProfile* mig_profile_on(const Snapshot& snap, const SnapshotNode& n,
+                                        const std::string& profile, int* index) {
+  if (n.gpu_model < 0) return nullptr;
+  const model::Accelerator* accel = snap.accelerators[n.gpu_model];
+  if (accel == nullptr) return nullptr;
+  for (size_t i = 0; i < accel->mig_profiles.size(); ++i) {
+    if (accel->mig_profiles[i].name == profile) {
+      if (index) *index = static_cast<int>(i);
+      return &accel->mig_profiles[i];
+    }
+  }
+  return nullptr;
+}
+
+// Requirements a node must meet whatever runs on it. 0 when it may host a worker.
+uint8_t static_mismatch(const SnapshotJob& job, const SnapshotNode& n, const Snapshot& snap) {
+  const model::WorkerRequest& w = job.worker;
+  if (wants_gpu(w)) {
+    if (n.gpu_model < 0 || n.gpu_count == 0) return kFilterGpus;
+    if (!model_allowed(job, n.gpu_model)) return kFilterGpuModel;
+    if (!w.mig_profile.empty()) {
+      if (!n.mig_enabled || mig_profile_on(snap, n, w.mig_profile, nullptr) == nullptr) {
+        return kFilterMig;
+      }
+    } else if (n.mig_enabled) {
+      return kFilterMig;  // MIG nodes offer only MIG instances
+    }
+    if (w.gpus > n.gpu_count) return kFilterGpus;
+  }
+  if (!job.node_selector.empty() && !model::selector_matches(job.node_selector, n.labels)) {
+    return kFilterSelector;
+  }
+  if (w.cpu > n.cpu) return kFilterCpu;
+  if (w.memory > n.memory) return kFilterMemory;
+  return 0;
+}
+
+int64_t workers_by_resources(const model::WorkerRequest& w, model::CpuMilli cpu,
+                             model::Bytes memory, int64_t limit) {
+  if (w.cpu.value() > 0) limit = std::min(limit, cpu.value() / w.cpu.value());
+  if (w.memory.value() > 0) limit = std::min(limit, memory.value() / w.memory.value());
+  return std::max<int64_t>(limit, 0);
+}
+
+// Adds `count` whole free GPUs of node `idx` for each of `workers` workers.
+void take_whole_gpus(const ClusterState& state, int idx, int gpus_per_worker, int first_worker,
+                     int workers, std::vector<Assignment>* out) {
+  const NodeFree& f = state.node(idx);
+  const int count = state.snapshot().nodes[idx].gpu_count;
+  int worker = first_worker;
+  int taken_for_worker = 0;
+  for (int g = 0; g < count && worker < first_worker + workers; ++g) {
+    if (f.gpu_milli_free[g] != kMilliPerGpu) continue;
+    out->push_back({.worker = worker,
+                    .node_idx = idx,
+                    .gpu_idx = static_cast<int16_t>(g),
+                    .milli = static_cast<int16_t>(kMilliPerGpu)});
+    if (++taken_for_worker == gpus_per_worker) {
+      ++worker;
+      taken_for_worker = 0;
+    }
+  }
+  TY_CHECK(worker == first_worker + workers);
+}
+
+struct Candidate {
+  int32_t idx;
+  int64_t workers;  // how many workers this node can take now
+  int free;         // whole free GPUs
+};
+
+PlaceResult place_whole(const SnapshotJob& job, const ClusterState& state,
+                        const PlaceOptions& opts) {
+  const Snapshot& snap = state.snapshot();
+  const int g = job.worker.gpus;
+  const int workers = job.workers;
+  const int models = static_cast<int>(snap.gpu_models.size());
+  PlaceResult result;
+  result.filter = kFilterGpus;
+  auto resources_ok = [&](int idx, int64_t want) {
+    const NodeFree& f = state.node(idx);
+    if (!job.node_selector.empty() &&
+        !model::selector_matches(job.node_selector, snap.nodes[idx].labels)) {
+      result.filter = kFilterSelector;
+      return int64_t{0};
+    }
+    const int64_t k = workers_by_resources(job.worker, f.cpu, f.memory, want);
+    if (k < want) result.filter = job.worker.cpu > f.cpu ? kFilterCpu : kFilterMemory;
+    return k;
+  };
+
+  // 1. The whole gang on one node: best-fit (Pack) or emptiest (Spread).
+  const int need = g * workers;
+  if (need <= kMaxGpusPerNode) {
+    const bool pack = opts.strategy == PlacementStrategy::Pack;
+    for (int step = 0; step <= kMaxGpusPerNode - need; ++step) {
+      const int level = pack ? need + step : kMaxGpusPerNode - step;
+      for (int m = 0; m < models; ++m) {
+        if (!model_allowed(job, m)) continue;
+        for (int32_t idx : state.bucket(m, level)) {
+          if (resources_ok(idx, workers) < workers) continue;
+          take_whole_gpus(state, idx, g, 0, workers, &result.placement);
+          result.fit = Fit::Fits;
+          return result;
+        }
+      }
+    }
+  }
+  if (workers == 1) return result;
+
+  // 2. Fewest nodes: candidates by free GPUs, largest first.
+  std::vector<Candidate> cands;
+  int64_t total = 0;
+  for (int level = kMaxGpusPerNode; level >= g; --level) {
+    for (int m = 0; m < models; ++m) {
+      if (!model_allowed(job, m)) continue;
+      for (int32_t idx : state.bucket(m, level)) {
+        const int64_t k = resources_ok(idx, level / g);
+        if (k > 0) {
+          cands.push_back({idx, k, level});
+          total += k;
+        }
+      }
+    }
+  }
+  if (total < workers) return result;
+
+  // Prefer one rack: the rack whose capacity is the smallest that still holds the gang.
+  if (!snap.racks.empty()) {
+    std::vector<int64_t> rack_cap(snap.racks.size(), 0);
+    for (const auto& c : cands) {
+      const int r = snap.nodes[c.idx].rack;
+      if (r >= 0) rack_cap[r] += c.workers;
+    }
+    int best = -1;
+    for (size_t r = 0; r < rack_cap.size(); ++r) {
+      if (rack_cap[r] >= workers && (best < 0 || rack_cap[r] < rack_cap[best])) {
+        best = static_cast<int>(r);
+      }
+    }
+    if (best >= 0) {
+      std::erase_if(cands, [&](const Candidate& c) { return snap.nodes[c.idx].rack != best; });
+    }
+  }
+
+  // Greedy largest-first; the last node is swapped for the smallest one that holds the rest.
+  std::vector<std::pair<int32_t, int>> chosen;
+  int assigned = 0;
+  size_t i = 0;
+  for (; i < cands.size() && assigned < workers; ++i) {
+    const int rest = workers - assigned;
+    if (cands[i].workers >= rest) {
+      size_t best = i;
+      for (size_t j = cands.size(); j-- > i + 1;) {
+        if (cands[j].workers >= rest) {
+          best = j;
+          break;
+        }
+      }
+      chosen.emplace_back(cands[best].idx, rest);
+      assigned = workers;
+      break;
+    }
+    chosen.emplace_back(cands[i].idx, static_cast<int>(cands[i].workers));
+    assigned += static_cast<int>(cands[i].workers);
+  }
+  TY_CHECK(assigned == workers);
+  int next_worker = 0;
+  for (const auto& [idx, k] : chosen) {
+    take_whole_gpus(state, idx, g, next_worker, k, &result.placement);
+    next_worker += k;
+  }
+  result.fit = Fit::Fits;
+  return result;
+}
+
+// Capacity this job's earlier workers already took in this placement attempt.
+struct Overlay {
+  struct Taken {
+    int32_t node;
+    int16_t gpu;
+    int16_t milli;
+    uint8_t mig_bits;
+  };
+  std::vector<Taken> gpus;
+  std::vector<std::pair<int32_t, int>> workers_on_node;
+
+  int16_t milli_taken(int32_t node, int16_t gpu) const {
+    int16_t t = 0;
+    for (const auto& x : gpus) {
+      if (x.node == node && x.gpu == gpu) t = static_cast<int16_t>(t + x.milli);
+    }
+    return t;
+  }
+  uint8_t mig_taken(int32_t node, int16_t gpu) const {
+    uint8_t t = 0;
+    for (const auto& x : gpus) {
+      if (x.node == node && x.gpu == gpu) t = static_cast<uint8_t>(t | x.mig_bits);
+    }
+    return t;
+  }
+  int workers(int32_t node) const {
+    for (const auto& [n, k] : workers_on_node) {
+      if (n == node) return k;
+    }
+    return 0;
+  }
+  void add_worker(int32_t node) {
+    for (auto& [n, k] : workers_on_node) {
+      if (n == node) {
+        ++k;
+        return;
+      }
+    }
+    workers_on_node.emplace_back(node, 1);
+  }
+};
+
+struct Choice {
+  int32_t node = -1;
+  int16_t gpu = -1;
+  int8_t start = -1;
+  int64_t score = 0;
+};
+
+// One worker of a fractional-GPU, MIG or CPU-only job: scores every node that passes the
+// filters. Used for small requests, where node counts per job are low.
+PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
+                             const PlaceOptions& opts) {
+  const Snapshot& snap = state.snapshot();
+  const model::WorkerRequest& w = job.worker;
+  const bool pack = opts.strategy == PlacementStrategy::Pack;
+  PlaceResult result;
+  Overlay overlay;
+  int mig_index = -1;
+  for (int worker = 0; worker < job.workers; ++worker) {
+    Choice best;
+    uint8_t filter = kFilterGpus;
+    for (int idx = 0; idx < state.node_count(); ++idx) {
+      const SnapshotNode& n = snap.nodes[idx];
+      if (!n.schedulable) continue;
+      if (uint8_t m = static_mismatch(job, n, snap)) {
+        filter = m;
+        continue;
+      }
+      const NodeFree& f = state.node(idx);
+      const int on_node = overlay.workers(idx) + 1;
+      if (workers_by_resources(w, f.cpu, f.memory, on_node) < on_node) {
+        filter = w.cpu > f.cpu ? kFilterCpu : kFilterMemory;
+        continue;
+      }
+      if (!w.mig_profile.empty()) {
+        const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, &mig_index);
+        for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
+          const uint8_t used = f.mig_used[gpu] | overlay.mig_taken(idx, gpu);
+          for (int s = model::kMigMemorySlices - 1; s >= 0; --s) {
+            if (!((p->start_mask >> s) & 1) || (used & p->slot_bits(s))) continue;
+            const int64_t occupied = std::popcount(used);
+            const int64_t score = (pack ? occupied : 8 - occupied) * 16 + s;
+            if (best.node < 0 || score > best.score) best = {idx, gpu, static_cast<int8_t>(s), score};
+            break;
+          }
+        }
+        filter = kFilterMig;
+      } else if (w.gpu_milli.value() > 0) {
+        for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
+          const int64_t free = f.gpu_milli_free[gpu] - overlay.milli_taken(idx, gpu);
+          const int64_t after = free - w.gpu_milli.value();
+          if (after < 0) continue;
+          const int64_t score = pack ? kMilliPerGpu - after : after;
+          if (best.node < 0 || score > best.score) best = {idx, gpu, -1, score};
+        }
+      } else {
+        // CPU-only: prefer nodes without GPUs, then the fullest (Pack) or emptiest CPU.
+        const int64_t cpu_after = f.cpu.value() - w.cpu.value() * on_node;
+        const int64_t score = (n.gpu_count == 0 ? (int64_t{1} << 40) : 0) +
+                              (pack ? -cpu_after : cpu_after);
+        if (best.node < 0 || score > best.score) best = {idx, -1, -1, score};
+      }
+    }
+    if (best.node < 0) {
+      result.placement.clear();
+      result.filter = filter;
+      return result;
+    }
+    Assignment a{.worker = worker, .node_idx = best.node, .gpu_idx = best.gpu};
+    Overlay::Taken t{best.node, best.gpu, 0, 0};
+    if (!w.mig_profile.empty()) {
+      a.mig_profile = static_cast<int8_t>(mig_index);
+      a.mig_start = best.start;
+      const auto* p = mig_profile_on(snap, snap.nodes[best.node], w.mig_profile, &mig_index);
+      a.mig_profile = static_cast<int8_t>(mig_index);
+      t.mig_bits = p->slot_bits(best.start);
+    } else if (w.gpu_milli.value() > 0) {
+      a.milli = static_cast<int16_t>(w.gpu_milli.value());
+      t.milli = a.milli;
+    }
+    if (best.gpu >= 0) overlay.gpus.push_back(t);
+    overlay.add_worker(best.node);
+    result.placement.push_back(a);
+  }
+  result.fit = Fit::Fits;
+  return result;
+}
+
+}  // namespace
+
+int placement_score(PlacementStrategy strategy, int total_gpus, int free_after) {
+  if (total_gpus <= 0) return 0;
+  const int used = total_gpus - free_after;
+  const int pack = used * 100 / total_gpus;
+  return strategy == PlacementStrategy::Pack ? pack : 100 - pack;
+}
+
+PlaceResult place(const SnapshotJob& job, const ClusterState& state, const PlaceOptions& opts) {
+  if (job.worker.gpus > 0) return place_whole(job, state, opts);
+  return place_per_worker(job, state, opts);
+}
+
+bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter) {
+  const model::WorkerRequest& w = job.worker;
+  int64_t capacity = 0;
+  uint8_t last = kFilterGpus;
+  for (const SnapshotNode& n : snap.nodes) {
+    if (uint8_t m = static_mismatch(job, n, snap)) {
+      last = m;
+      continue;
+    }
+    int64_t per_node = INT32_MAX;
+    if (w.gpus > 0) {
+      per_node = n.gpu_count / w.gpus;
+    } else if (!w.mig_profile.empty()) {
+      const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
+      per_node = int64_t{n.gpu_count} * p->max_instances;
+    } else if (w.gpu_milli.value() > 0) {
+      per_node = int64_t{n.gpu_count} * (kMilliPerGpu / w.gpu_milli.value());
+    }
+    capacity += workers_by_resources(w, n.cpu, n.memory, per_node);
+    if (capacity >= job.workers) return false;
+  }
+  if (filter) *filter = capacity > 0 ? uint8_t{kFilterGpus} : last;
+  return true;
+}
+
+}  // namespace trainyard::sched

@@ -1,0 +1,55 @@
+// Placement: filter the nodes a job's workers may use, then choose among them by score.
+// Filters: node schedulable, GPU model allowed, node selector, MIG profile offered, CPU,
+// memory, GPUs. Scores are on a 0-100 scale and depend only on the node's free GPUs after
+// placement (Pack = MostAllocated, Spread = LeastAllocated), so the best node is found by
+// walking the free-GPU buckets of ClusterState in score order instead of scoring every node.
+// Gangs: all workers or none. A job's workers go on one node when they fit there, else on the
+// fewest nodes (largest free first, the last one best-fit), inside one rack when one can hold
+// them. Pure: reads the state, returns assignments; the caller applies them.
+// Tie-breaks: lower GPU model index, then bucket order (deterministic for a given history).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/cluster_state.h"
+#include "sched/policy_config.h"
+
+namespace trainyard::sched {
+
+enum class Fit { Fits, NotNow, Never };
+
+// Filters, as bits in PlaceResult::filter: which requirement removed the last candidates.
+enum FilterBit : uint8_t {
+  kFilterGpuModel = 1,
+  kFilterSelector = 2,
+  kFilterCpu = 4,
+  kFilterMemory = 8,
+  kFilterGpus = 16,
+  kFilterMig = 32,
+  kFilterUnschedulable = 64,
+};
+
+struct PlaceResult {
+  Fit fit = Fit::NotNow;
+  std::vector<Assignment> placement;
+  uint8_t filter = 0;
+};
+
+struct PlaceOptions {
+  PlacementStrategy strategy = PlacementStrategy::Pack;
+};
+
+// 0-100: how full the node would be after taking `taken` of its `total` GPUs (Pack), or how
+// empty (Spread).
+int placement_score(PlacementStrategy strategy, int total_gpus, int free_after);
+
+// Where the job's workers fit now, or NotNow with the blocking filter. Never is not decided
+// here (see never_fits).
+PlaceResult place(const SnapshotJob& job, const ClusterState& state, const PlaceOptions& opts);
+
+// True when no node of the snapshot could hold a worker even if the cluster were empty, or the
+// matching nodes together are too small for the gang; `filter` says which requirement.
+bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter);
+
+}  // namespace trainyard::sched

@@ -1,0 +1,37 @@
+#include "sched/policy.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace trainyard::sched {
+namespace {
+
+constexpr std::array<PolicyTraits, 6> kPolicies{{
+    {"fifo", "first come first served, strict: a job that does not fit blocks the queue",
+     QueueOrderKind::Arrival, VictimRule::None, true, false},
+    {"backfill", "FIFO with EASY backfill on runtime limits (Slurm's default)",
+     QueueOrderKind::Arrival, VictimRule::None, false, true},
+    {"srtf", "oracle shortest remaining time first, preemptive (upper bound for average JCT)",
+     QueueOrderKind::RemainingTime, VictimRule::LongerRemaining, false, false},
+    {"tiresias", "Tiresias 2D-LAS (2D-Gittins with a GPU-time prior), preemptive",
+     QueueOrderKind::Tiresias, VictimRule::LowerServiceQueue, false, false},
+    {"fair", "weighted dominant-resource fair share across teams, quotas, borrowing, reclaim",
+     QueueOrderKind::DominantShare, VictimRule::QuotaReclaim, false, false},
+    {"priority", "strict priority classes; preempts lower classes (grace period applies)",
+     QueueOrderKind::Priority, VictimRule::LowerPriority, false, false},
+}};
+
+}  // namespace
+
+std::span<const PolicyTraits> policies() { return kPolicies; }
+
+util::Result<PolicyTraits> find_policy(std::string_view name) {
+  for (const auto& p : kPolicies) {
+    if (p.name == name) return p;
+  }
+  return util::invalid_argument(fmt::format(
+      "unknown policy '{}'; choose one of fifo, backfill, srtf, tiresias, fair, priority", name));
+}
+
+}  // namespace trainyard::sched

@@ -1,0 +1,37 @@
+// Knobs of the scheduling policies. A PolicyConfig names one policy; the other fields tune
+// the stages that policy uses. Defaults are the documented ones (docs/simulator.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/clock.h"
+
+namespace trainyard::sched {
+
+enum class PlacementStrategy { Pack, Spread };
+
+struct TiresiasConfig {
+  // Queue boundaries on attained GPU-time, in GPU-seconds; jobs start in queue 0.
+  std::vector<double> queue_thresholds = {3200.0, 25600.0};
+  // A job waiting longer than factor x its last run time is promoted to queue 0 (0 = off).
+  double starvation_factor = 8.0;
+  // GPU-time samples (GPU-seconds). When present, jobs within a queue are ordered by their
+  // Gittins index over this distribution (2D-Gittins) instead of arrival (2D-LAS).
+  std::vector<double> gittins_prior;
+};
+
+struct FairConfig {
+  // Pending jobs of a team under its nominal quota may preempt jobs of teams in the same
+  // cohort that are borrowing (over their nominal quota).
+  bool reclaim = true;
+};
+
+struct PolicyConfig {
+  std::string name = "fifo";  // fifo | backfill | srtf | tiresias | fair | priority
+  PlacementStrategy placement = PlacementStrategy::Pack;
+  TiresiasConfig tiresias;
+  FairConfig fair;
+};
+
+}  // namespace trainyard::sched

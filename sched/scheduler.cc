@@ -1,0 +1,170 @@
+// The plan() driver: ranks jobs, then walks them once through the stages (dependency,
+// admission, placement, preemption, backfill), applying tentative starts to a what-if copy of
+// the cluster so later jobs see the capacity earlier ones took.
+#include "sched/scheduler.h"
+
+#include <optional>
+#include <queue>
+
+#include "sched/internal/plan_context.h"
+#include "sched/queue_order.h"
+#include "util/status.h"
+
+namespace trainyard::sched {
+namespace {
+
+using internal::Backfill;
+using internal::FitMemo;
+using internal::PlanContext;
+
+enum class Attempt { Started, NotNow, Never, OverQuota };
+
+struct AttemptResult {
+  Attempt attempt;
+  uint8_t filter = 0;
+  int64_t over_milli = 0;
+};
+
+class Walk {
+ public:
+  explicit Walk(PlanContext& ctx) : ctx_(ctx) {}
+
+  // One pending job through dependency, admission, placement, preemption and backfill.
+  void consider(int idx) {
+    const SnapshotJob& job = ctx_.snap.jobs[idx];
+    if (job.waiting_on != util::kNoJob) {
+      ctx_.wait(job, Stage::Dependency, WaitCode::DependencyUnfinished, job.waiting_on.value());
+      return;
+    }
+    if (blocker_ != util::kNoJob) {
+      ctx_.wait(job, Stage::Order, WaitCode::HeadOfLine, blocker_.value());
+      return;
+    }
+    if (backfill_ && backfill_->active()) {
+      consider_backfill(idx);
+      return;
+    }
+    const AttemptResult r = try_start(idx, ctx_.memo);
+    if (r.attempt == Attempt::Started) return;
+    if (r.attempt == Attempt::Never) {
+      ctx_.wait(job, Stage::Placement, WaitCode::NeverFits, 0, r.filter);
+      return;
+    }
+    if (r.attempt == Attempt::OverQuota) {
+      ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, r.over_milli);
+      return;
+    }
+    if (ctx_.traits.victims != VictimRule::None && internal::preempt_for(ctx_, idx)) return;
+    if (ctx_.traits.strict_fifo) blocker_ = job.id;
+    if (ctx_.traits.backfill && !backfill_) backfill_.emplace(ctx_, idx);
+    ctx_.wait(job, Stage::Placement, WaitCode::NoCapacityNow, job.gpu_share().value(), r.filter);
+  }
+
+ private:
+  void consider_backfill(int idx) {
+    const SnapshotJob& job = ctx_.snap.jobs[idx];
+    AttemptResult r;
+    if (backfill_->ends_before_shadow(job)) {
+      backfill_->lift();
+      r = try_start(idx, backfill_->short_memo());
+      backfill_->restore();
+    } else {
+      r = try_start(idx, ctx_.memo);
+    }
+    switch (r.attempt) {
+      case Attempt::Started: return;
+      case Attempt::Never: ctx_.wait(job, Stage::Placement, WaitCode::NeverFits, 0, r.filter); return;
+      case Attempt::OverQuota:
+        ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, r.over_milli);
+        return;
+      case Attempt::NotNow:
+        ctx_.wait(job, Stage::Backfill, WaitCode::BackfillWouldDelay, backfill_->head().value(),
+                  r.filter);
+        return;
+    }
+  }
+
+  AttemptResult try_start(int idx, FitMemo& memo) {
+    const SnapshotJob& job = ctx_.snap.jobs[idx];
+    const internal::Shape shape = internal::shape_of(job);
+    if (never_.contains(shape)) return {Attempt::Never, never_.at(shape)};
+    if (memo.known_not_to_fit(shape)) return {Attempt::NotNow, kFilterGpus};
+    PlaceResult placed = place(job, ctx_.state, ctx_.place_options());
+    if (placed.fit != Fit::Fits) {
+      uint8_t filter = placed.filter;
+      if (never_fits(job, ctx_.snap, &filter)) {
+        never_.emplace(shape, filter);
+        return {Attempt::Never, filter};
+      }
+      memo.record_failure(shape);
+      return {Attempt::NotNow, placed.filter};
+    }
+    const QuotaVerdict verdict = ctx_.ledger.check(job, placed.placement);
+    if (!verdict.admitted) return {Attempt::OverQuota, 0, verdict.over_milli};
+    ctx_.start(idx, std::move(placed.placement));
+    return {Attempt::Started};
+  }
+
+  PlanContext& ctx_;
+  JobId blocker_ = util::kNoJob;
+  std::optional<Backfill> backfill_;
+  std::unordered_map<internal::Shape, uint8_t, internal::ShapeHash> never_;
+};
+
+// Global orders: one pass over the ranking.
+void walk_ranked(PlanContext& ctx) {
+  const bool preemptive = ctx.traits.victims != VictimRule::None;
+  const std::vector<int> order = rank_jobs(ctx.snap, ctx.cfg, ctx.traits.order, preemptive);
+  for (size_t r = 0; r < order.size(); ++r) ctx.rank_of[order[r]] = static_cast<int32_t>(r);
+  Walk walk(ctx);
+  for (int idx : order) {
+    if (!ctx.snap.jobs[idx].is_running()) walk.consider(idx);
+  }
+}
+
+// Dominant-resource fair share: the team with the lowest weighted dominant share (after the
+// starts so far) offers its oldest pending job next.
+void walk_fair_share(PlanContext& ctx) {
+  const std::vector<int> by_arrival = rank_jobs(ctx.snap, ctx.cfg, QueueOrderKind::Arrival, false);
+  const int teams = static_cast<int>(ctx.snap.teams.size());
+  std::vector<std::vector<int>> queue(teams + 1);  // last: jobs without a team
+  for (int idx : by_arrival) {
+    const int t = ctx.snap.jobs[idx].team;
+    queue[t >= 0 ? t : teams].push_back(idx);
+  }
+  for (size_t r = 0; r < by_arrival.size(); ++r) ctx.rank_of[by_arrival[r]] = static_cast<int32_t>(r);
+  auto share = [&](int t) { return t < teams ? ctx.ledger.dominant_share(t) : 0.0; };
+  using Entry = std::pair<double, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  std::vector<size_t> next(teams + 1, 0);
+  for (int t = 0; t <= teams; ++t) {
+    if (!queue[t].empty()) heap.emplace(share(t), t);
+  }
+  Walk walk(ctx);
+  while (!heap.empty()) {
+    auto [s, t] = heap.top();
+    heap.pop();
+    if (s != share(t)) {
+      heap.emplace(share(t), t);
+      continue;
+    }
+    walk.consider(queue[t][next[t]++]);
+    if (next[t] < queue[t].size()) heap.emplace(share(t), t);
+  }
+}
+
+}  // namespace
+
+Plan plan(const Snapshot& snap, const PolicyConfig& cfg, uint64_t /*seed*/) {
+  auto traits = find_policy(cfg.name);
+  TY_CHECK_MSG(traits.is_ok(), traits.status().message());
+  PlanContext ctx(snap, cfg, *traits);
+  if (traits->order == QueueOrderKind::DominantShare) {
+    walk_fair_share(ctx);
+  } else {
+    walk_ranked(ctx);
+  }
+  return std::move(ctx.plan);
+}
+
+}  // namespace trainyard::sched

@@ -1,0 +1,101 @@
+// The scheduler's input: an immutable view of the cluster and the queues at time `now`.
+// Drivers (simulator, server) own a Snapshot and update it between plan() calls; plan()
+// only reads it. Nodes, teams and GPU models are referred to by index for speed; ids are
+// kept for output and as the tie-breaker of last resort.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "model/accelerator.h"
+#include "model/job.h"
+#include "model/labels.h"
+#include "model/quantity.h"
+#include "util/clock.h"
+#include "util/ids.h"
+
+namespace trainyard::sched {
+
+using util::Duration;
+using util::JobId;
+using util::Time;
+
+inline constexpr Duration kUnknownDuration = Duration::max();
+
+// One GPU (or MIG instance, or fraction) of one worker, or a CPU-only worker (gpu_idx -1).
+struct Assignment {
+  int32_t worker = 0;
+  int32_t node_idx = 0;
+  int16_t gpu_idx = -1;
+  int16_t milli = 0;        // milli-GPUs taken on that GPU (1000 = whole); 0 for MIG
+  int8_t mig_profile = -1;  // index into the node accelerator's MIG profiles
+  int8_t mig_start = -1;    // first memory slice of the MIG instance
+  bool operator==(const Assignment&) const = default;
+};
+
+struct SnapshotNode {
+  util::NodeId id;
+  std::string name;
+  int gpu_model = -1;  // index into Snapshot::gpu_models; -1 for a node without GPUs
+  int gpu_count = 0;
+  bool mig_enabled = false;
+  bool schedulable = true;  // ready and not draining
+  model::CpuMilli cpu{0};
+  model::Bytes memory{0};
+  int rack = -1;  // index into Snapshot::racks; -1 = no topology domain
+  model::Labels labels;
+};
+
+enum class JobPhase { Pending, Running, Preempting };
+
+struct SnapshotJob {
+  JobId id;
+  int team = -1;  // index into Snapshot::teams
+  int priority = 0;
+  bool preemptible = true;
+  JobPhase phase = JobPhase::Pending;
+  int workers = 1;
+  model::WorkerRequest worker;
+  uint64_t gpu_model_mask = 0;  // allowed models (bits over gpu_models); 0 = any
+  model::Labels node_selector;
+  Time submitted{};
+  Time queued_since{};           // entered Pending last (submission or requeue)
+  Time started{};                // start of the current attempt (Running/Preempting)
+  Duration attained_gpu_time{0}; // GPU-time received so far, all attempts, up to `now`
+  Duration last_run{0};          // length of the most recent attempt that ended
+  Duration runtime_limit{0};     // user's limit/estimate for one attempt; 0 = none
+  Duration remaining = kUnknownDuration;  // oracle remaining run time (simulator only)
+  JobId waiting_on = util::kNoJob;        // an unfinished dependency, if any
+  std::vector<Assignment> placement;      // where it runs (Running/Preempting)
+
+  bool is_running() const { return phase != JobPhase::Pending; }
+  model::GpuMilli gpu_share() const { return worker.gpu_share() * workers; }
+};
+
+// Per GPU model (index) or for all models (the last entry). nominal < 0 means no quota.
+struct QuotaEntry {
+  int64_t nominal_milli = -1;
+  int64_t borrowing_limit_milli = -1;  // < 0: unlimited
+};
+
+struct SnapshotTeam {
+  std::string name;
+  double weight = 1.0;
+  int cohort = -1;  // index into Snapshot::cohorts; -1 = borrows from no one
+  std::vector<QuotaEntry> quota;  // size gpu_models.size() + 1, or empty (unlimited)
+};
+
+struct Snapshot {
+  Time now{};
+  std::vector<std::string> gpu_models;
+  std::vector<const model::Accelerator*> accelerators;  // per gpu_model; nullptr if unknown
+  std::vector<std::string> racks;
+  std::vector<std::string> cohorts;
+  std::vector<SnapshotNode> nodes;
+  std::vector<SnapshotTeam> teams;
+  std::vector<SnapshotJob> jobs;  // pending, running and preempting; finished jobs are dropped
+};
+
+}  // namespace trainyard::sched

@@ -1,0 +1,106 @@
+#include "sched/snapshot_builder.h"
+
+#include "util/status.h"
+
+namespace trainyard::sched {
+
+int intern_gpu_model(Snapshot& snap, std::string_view name) {
+  const std::string canonical = model::canonical_accelerator_name(name);
+  for (size_t i = 0; i < snap.gpu_models.size(); ++i) {
+    if (snap.gpu_models[i] == canonical) return static_cast<int>(i);
+  }
+  TY_CHECK_MSG(snap.gpu_models.size() < kMaxGpuModels, "too many GPU models in one snapshot");
+  snap.gpu_models.push_back(canonical);
+  snap.accelerators.push_back(model::find_accelerator(canonical));
+  return static_cast<int>(snap.gpu_models.size() - 1);
+}
+
+int intern_rack(Snapshot& snap, std::string_view name) {
+  if (name.empty()) return -1;
+  for (size_t i = 0; i < snap.racks.size(); ++i) {
+    if (snap.racks[i] == name) return static_cast<int>(i);
+  }
+  snap.racks.emplace_back(name);
+  return static_cast<int>(snap.racks.size() - 1);
+}
+
+void add_node(Snapshot& snap, const model::Node& node) {
+  SnapshotNode n;
+  n.id = node.id;
+  n.name = node.name;
+  n.gpu_count = node.gpu_count;
+  n.gpu_model = node.gpu_count > 0 ? intern_gpu_model(snap, node.gpu_model) : -1;
+  n.mig_enabled = node.mig_enabled;
+  n.schedulable = node.state == model::NodeState::Ready;
+  n.cpu = node.cpu;
+  n.memory = node.memory;
+  n.rack = intern_rack(snap, node.rack);
+  n.labels = node.labels;
+  if (n.gpu_model >= 0) n.labels[model::kLabelGpuProduct] = snap.gpu_models[n.gpu_model];
+  if (!node.pool.empty()) n.labels[model::kLabelPool] = node.pool;
+  snap.nodes.push_back(std::move(n));
+}
+
+void add_team(Snapshot& snap, const model::Team& team) {
+  SnapshotTeam t;
+  t.name = team.name;
+  t.weight = team.weight;
+  if (!team.cohort.empty()) {
+    for (size_t i = 0; i < snap.cohorts.size(); ++i) {
+      if (snap.cohorts[i] == team.cohort) t.cohort = static_cast<int>(i);
+    }
+    if (t.cohort < 0) {
+      snap.cohorts.push_back(team.cohort);
+      t.cohort = static_cast<int>(snap.cohorts.size() - 1);
+    }
+  }
+  if (!team.quotas.empty()) {
+    t.quota.assign(snap.gpu_models.size() + 1, QuotaEntry{});
+    for (const auto& [model_name, q] : team.quotas) {
+      const int key = model_name == model::kAnyGpuModel
+                          ? static_cast<int>(snap.gpu_models.size())
+                          : intern_gpu_model(snap, model_name);
+      if (key >= static_cast<int>(t.quota.size())) t.quota.resize(key + 1);
+      t.quota[key] = {q.nominal.value(), q.borrowing_limit.value()};
+    }
+  }
+  snap.teams.push_back(std::move(t));
+}
+
+int find_team(const Snapshot& snap, std::string_view name) {
+  for (size_t i = 0; i < snap.teams.size(); ++i) {
+    if (snap.teams[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+uint64_t gpu_model_mask(const Snapshot& snap, const std::vector<std::string>& allowed) {
+  if (allowed.empty()) return 0;
+  uint64_t mask = 0;
+  for (const std::string& name : allowed) {
+    const std::string canonical = model::canonical_accelerator_name(name);
+    for (size_t i = 0; i < snap.gpu_models.size(); ++i) {
+      if (snap.gpu_models[i] == canonical) mask |= uint64_t{1} << i;
+    }
+  }
+  return mask == 0 ? kNoModelBit : mask;
+}
+
+SnapshotJob make_pending_job(const Snapshot& snap, JobId id, const model::JobSpec& spec,
+                             Time submitted) {
+  SnapshotJob j;
+  j.id = id;
+  j.team = find_team(snap, spec.team);
+  j.priority = spec.priority;
+  j.preemptible = spec.preemptible;
+  j.workers = spec.workers;
+  j.worker = spec.worker;
+  j.gpu_model_mask = gpu_model_mask(snap, spec.allowed_gpu_models);
+  j.node_selector = spec.node_selector;
+  j.submitted = submitted;
+  j.queued_since = submitted;
+  j.runtime_limit = spec.runtime_limit;
+  return j;
+}
+
+}  // namespace trainyard::sched

@@ -1,0 +1,30 @@
+// Builds Snapshot pieces from model types: interns GPU model names and racks, turns allowed
+// models into bit masks and quotas into per-model entries. Used by the simulator, the server
+// and tests, so every driver builds snapshots the same way. Add nodes before teams (quotas
+// are resolved against the GPU models the nodes brought).
+#pragma once
+
+#include <string_view>
+
+#include "model/job.h"
+#include "model/node.h"
+#include "model/team.h"
+#include "sched/snapshot.h"
+
+namespace trainyard::sched {
+
+inline constexpr int kMaxGpuModels = 63;
+// Mask bit that no GPU model has: a job allowed only models absent from the cluster.
+inline constexpr uint64_t kNoModelBit = uint64_t{1} << 63;
+
+int intern_gpu_model(Snapshot& snap, std::string_view name);
+int intern_rack(Snapshot& snap, std::string_view name);
+void add_node(Snapshot& snap, const model::Node& node);
+void add_team(Snapshot& snap, const model::Team& team);
+int find_team(const Snapshot& snap, std::string_view name);
+uint64_t gpu_model_mask(const Snapshot& snap, const std::vector<std::string>& allowed);
+// A pending job for `spec`; team resolved by name (-1 if unknown).
+SnapshotJob make_pending_job(const Snapshot& snap, JobId id, const model::JobSpec& spec,
+                             Time submitted);
+
+}  // namespace trainyard::sched
