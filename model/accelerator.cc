@@ -8,12 +8,14 @@ namespace trainyard::model {
 namespace {
 
 constexpr uint8_t kStartsEvery1 = 0b0111'1111;  // 0..6
-constexpr uint8_t kStartsEven = 0b0101'0101;     // 0,2,4,6
-constexpr uint8_t kStarts024 = 0b0001'0101;      // 0,2,4
-constexpr uint8_t kStarts04 = 0b0001'0001;       // 0,4
-constexpr uint8_t kStart0 = 0b0000'0001;         // 0
+constexpr uint8_t kStartsEven = 0b0101'0101;    // 0,2,4,6
+constexpr uint8_t kStarts024 = 0b0001'0101;     // 0,2,4
+constexpr uint8_t kStarts04 = 0b0001'0001;      // 0,4
+constexpr uint8_t kStart0 = 0b0000'0001;        // 0
 
-constexpr Bytes gb(int64_t n) { return gib(n); }
+constexpr Bytes gb(int64_t n) {
+  return gib(n);
+}
 
 // A100-40GB (nvidia-smi mig -lgipp on A100-SXM4-40GB).
 constexpr std::array<MigProfile, 6> kA100_40Mig{{
@@ -64,11 +66,21 @@ struct Alias {
   std::string_view canonical;
 };
 constexpr Alias kAliases[] = {
-    {"h100", "H100-80GB"},         {"h100-sxm", "H100-80GB"},     {"h100-sxm5-80gb", "H100-80GB"},
-    {"h200", "H200-141GB"},        {"a100", "A100-80GB"},         {"a100-sxm4-80gb", "A100-80GB"},
-    {"a100-sxm4-40gb", "A100-40GB"}, {"v100", "V100-16GB"},       {"v100m16", "V100-16GB"},
-    {"v100m32", "V100-32GB"},      {"v100-sxm2-16gb", "V100-16GB"}, {"p100-16gb", "P100"},
-    {"tesla-t4", "T4"},            {"tesla-k80", "K80"},          {"rtx", "RTX-2080TI"},
+    {"h100", "H100-80GB"},
+    {"h100-sxm", "H100-80GB"},
+    {"h100-sxm5-80gb", "H100-80GB"},
+    {"h200", "H200-141GB"},
+    {"a100", "A100-80GB"},
+    {"a100-sxm4-80gb", "A100-80GB"},
+    {"a100-sxm4-40gb", "A100-40GB"},
+    {"v100", "V100-16GB"},
+    {"v100m16", "V100-16GB"},
+    {"v100m32", "V100-32GB"},
+    {"v100-sxm2-16gb", "V100-16GB"},
+    {"p100-16gb", "P100"},
+    {"tesla-t4", "T4"},
+    {"tesla-k80", "K80"},
+    {"rtx", "RTX-2080TI"},
 };
 
 bool iequal(std::string_view a, std::string_view b) {
@@ -87,7 +99,9 @@ const MigProfile* Accelerator::find_mig_profile(std::string_view profile) const 
   return nullptr;
 }
 
-std::span<const Accelerator> accelerator_catalog() { return kCatalog; }
+std::span<const Accelerator> accelerator_catalog() {
+  return kCatalog;
+}
 
 const Accelerator* find_accelerator(std::string_view name) {
   for (const auto& a : kCatalog) {

@@ -35,8 +35,8 @@ struct Accelerator {
   std::string_view name;  // canonical, e.g. "H100-80GB"
   std::string_view vendor;
   Bytes memory;
-  double fp16_tflops;      // dense tensor-core fp16/bf16 (no sparsity)
-  double memory_bw_gbps;   // GB/s
+  double fp16_tflops;     // dense tensor-core fp16/bf16 (no sparsity)
+  double memory_bw_gbps;  // GB/s
   bool nvlink;
   std::span<const MigProfile> mig_profiles;  // empty if the model has no MIG
 
@@ -45,8 +45,8 @@ struct Accelerator {
 
 // All catalogued accelerators, in a fixed order.
 std::span<const Accelerator> accelerator_catalog();
-// Looks a model up by canonical name or a common alias ("H100", "A100", "V100M16", "a100-sxm4-80gb").
-// Case-insensitive. Returns nullptr when unknown.
+// Looks a model up by canonical name or a common alias ("H100", "A100", "V100M16",
+// "a100-sxm4-80gb"). Case-insensitive. Returns nullptr when unknown.
 const Accelerator* find_accelerator(std::string_view name);
 // The canonical name for `name` if catalogued, else `name` unchanged (traces name private models).
 std::string canonical_accelerator_name(std::string_view name);

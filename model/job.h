@@ -48,9 +48,9 @@ struct JobSpec {
   bool preemptible = true;
   std::vector<std::string> allowed_gpu_models;  // empty = any model
   Labels node_selector;
-  std::vector<util::JobId> depends_on;          // start only after these succeeded
-  util::Duration runtime_limit{0};              // user's estimate/limit; 0 = none given
-  util::Duration checkpoint_interval{0};        // 0 = never checkpoints (restart from zero)
+  std::vector<util::JobId> depends_on;    // start only after these succeeded
+  util::Duration runtime_limit{0};        // user's estimate/limit; 0 = none given
+  util::Duration checkpoint_interval{0};  // 0 = never checkpoints (restart from zero)
 
   GpuMilli total_gpu_share() const { return worker.gpu_share() * workers; }
   int total_gpus() const { return worker.gpus * workers; }

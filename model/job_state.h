@@ -15,7 +15,16 @@
 
 namespace trainyard::model {
 
-enum class JobState { Pending, Admitted, Placed, Running, Preempting, Succeeded, Failed, Cancelled };
+enum class JobState {
+  Pending,
+  Admitted,
+  Placed,
+  Running,
+  Preempting,
+  Succeeded,
+  Failed,
+  Cancelled
+};
 
 std::string_view job_state_name(JobState s);
 util::Result<JobState> parse_job_state(std::string_view text);

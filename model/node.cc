@@ -6,21 +6,30 @@ namespace trainyard::model {
 
 std::string_view node_state_name(NodeState s) {
   switch (s) {
-    case NodeState::Provisioning: return "provisioning";
-    case NodeState::Ready: return "ready";
-    case NodeState::Draining: return "draining";
-    case NodeState::Terminating: return "terminating";
-    case NodeState::Gone: return "gone";
+    case NodeState::Provisioning:
+      return "provisioning";
+    case NodeState::Ready:
+      return "ready";
+    case NodeState::Draining:
+      return "draining";
+    case NodeState::Terminating:
+      return "terminating";
+    case NodeState::Gone:
+      return "gone";
   }
   return "unknown";
 }
 
 std::string_view pool_kind_name(PoolKind k) {
   switch (k) {
-    case PoolKind::OnDemand: return "on-demand";
-    case PoolKind::Spot: return "spot";
-    case PoolKind::Reserved: return "reserved";
-    case PoolKind::Static: return "static";
+    case PoolKind::OnDemand:
+      return "on-demand";
+    case PoolKind::Spot:
+      return "spot";
+    case PoolKind::Reserved:
+      return "reserved";
+    case PoolKind::Static:
+      return "static";
   }
   return "unknown";
 }

@@ -13,9 +13,15 @@ struct Suffix {
   int64_t factor;
 };
 constexpr Suffix kSuffixes[] = {
-    {"Ki", int64_t{1} << 10}, {"Mi", int64_t{1} << 20}, {"Gi", int64_t{1} << 30},
-    {"Ti", int64_t{1} << 40}, {"k", 1000},              {"K", 1000},
-    {"M", 1000000},           {"G", 1000000000},        {"T", 1000000000000},
+    {"Ki", int64_t{1} << 10},
+    {"Mi", int64_t{1} << 20},
+    {"Gi", int64_t{1} << 30},
+    {"Ti", int64_t{1} << 40},
+    {"k", 1000},
+    {"K", 1000},
+    {"M", 1000000},
+    {"G", 1000000000},
+    {"T", 1000000000000},
 };
 
 }  // namespace
@@ -33,10 +39,10 @@ util::Result<Bytes> parse_bytes(std::string_view text) {
   int64_t n = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || n < 0) {
-    return util::invalid_argument(fmt::format(
-        "'{}' is not a memory quantity; write a whole number with an optional suffix "
-        "Ki, Mi, Gi, Ti (powers of 2) or k, M, G, T, e.g. 32Gi",
-        text));
+    return util::invalid_argument(
+        fmt::format("'{}' is not a memory quantity; write a whole number with an optional suffix "
+                    "Ki, Mi, Gi, Ti (powers of 2) or k, M, G, T, e.g. 32Gi",
+                    text));
   }
   if (n > INT64_MAX / factor) return util::invalid_argument(fmt::format("'{}' is too large", text));
   return Bytes(n * factor);

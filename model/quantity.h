@@ -17,9 +17,15 @@ using CpuMilli = util::StrongInt<struct CpuMilliTag, int64_t>;
 using Bytes = util::StrongInt<struct BytesTag, int64_t>;
 
 inline constexpr int64_t kMilliPerGpu = 1000;
-constexpr GpuMilli to_milli(GpuCount g) { return GpuMilli(g.value() * kMilliPerGpu); }
-constexpr Bytes gib(int64_t n) { return Bytes(n << 30); }
-constexpr Bytes mib(int64_t n) { return Bytes(n << 20); }
+constexpr GpuMilli to_milli(GpuCount g) {
+  return GpuMilli(g.value() * kMilliPerGpu);
+}
+constexpr Bytes gib(int64_t n) {
+  return Bytes(n << 30);
+}
+constexpr Bytes mib(int64_t n) {
+  return Bytes(n << 20);
+}
 
 // Parses Kubernetes-style quantities: "32Gi", "512Mi", "1G", "1024" (bytes).
 util::Result<Bytes> parse_bytes(std::string_view text);

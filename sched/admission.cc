@@ -84,7 +84,8 @@ QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
     for (int t = 0; t < teams; ++t) {
       if (t == job.team || !same_cohort(t, job.team)) continue;
       const QuotaEntry other = quota(t, k);
-      if (other.nominal_milli > 0) lendable += std::max<int64_t>(0, other.nominal_milli - usage(t, k));
+      if (other.nominal_milli > 0)
+        lendable += std::max<int64_t>(0, other.nominal_milli - usage(t, k));
     }
     if (q.borrowing_limit_milli >= 0) lendable = std::min(lendable, q.borrowing_limit_milli);
     const int64_t over = want - q.nominal_milli - lendable;
@@ -108,7 +109,8 @@ bool QuotaLedger::within_nominal_after(const SnapshotJob& job,
   delta(job, placement, &scratch_);
   for (int k = 0; k < keys_; ++k) {
     const QuotaEntry q = quota(job.team, k);
-    if (scratch_[k] > 0 && q.nominal_milli >= 0 && usage(job.team, k) + scratch_[k] > q.nominal_milli) {
+    if (scratch_[k] > 0 && q.nominal_milli >= 0 &&
+        usage(job.team, k) + scratch_[k] > q.nominal_milli) {
       return false;
     }
   }
@@ -120,7 +122,8 @@ double QuotaLedger::dominant_share(int team) const {
   double share = 0;
   for (int k = 0; k < keys_ - 1; ++k) {
     if (capacity_[k] > 0) {
-      share = std::max(share, static_cast<double>(usage(team, k)) / static_cast<double>(capacity_[k]));
+      share =
+          std::max(share, static_cast<double>(usage(team, k)) / static_cast<double>(capacity_[k]));
     }
   }
   const double w = snap_->teams[team].weight;

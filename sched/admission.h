@@ -50,8 +50,8 @@ class QuotaLedger {
   bool has_quotas_ = false;
   bool derived_ = false;
   double total_weight_ = 0;
-  std::vector<int64_t> capacity_;  // per key
-  std::vector<int64_t> usage_;     // team * keys_ + key
+  std::vector<int64_t> capacity_;          // per key
+  std::vector<int64_t> usage_;             // team * keys_ + key
   std::vector<QuotaEntry> derived_quota_;  // per key, when derived
   mutable std::vector<int64_t> scratch_;
 };

@@ -41,14 +41,16 @@ Backfill::Backfill(PlanContext& ctx, int head_idx) : ctx_(ctx), head_(ctx.snap.j
   };
   std::vector<Ending> ends;
   for (const SnapshotJob& j : ctx.snap.jobs) {
-    if (j.is_running()) ends.push_back({expected_end(j, j.started, now), &j.placement, &j.worker, j.id});
+    if (j.is_running())
+      ends.push_back({expected_end(j, j.started, now), &j.placement, &j.worker, j.id});
   }
   for (size_t s = 0; s < ctx.plan.starts.size(); ++s) {
     const SnapshotJob& j = ctx.snap.jobs[ctx.started_idx[s]];
     ends.push_back({expected_end(j, now, now), &ctx.plan.starts[s].placement, &j.worker, j.id});
   }
-  std::sort(ends.begin(), ends.end(),
-            [](const Ending& a, const Ending& b) { return a.end != b.end ? a.end < b.end : a.id < b.id; });
+  std::sort(ends.begin(), ends.end(), [](const Ending& a, const Ending& b) {
+    return a.end != b.end ? a.end < b.end : a.id < b.id;
+  });
   ClusterState future = ctx.state;
   const PlaceOptions opts = ctx.place_options();
   for (size_t i = 0; i < ends.size(); ++i) {
@@ -69,7 +71,9 @@ bool Backfill::ends_before_shadow(const SnapshotJob& job) const {
   return job.runtime_limit.count() > 0 && ctx_.snap.now + job.runtime_limit <= shadow_;
 }
 
-void Backfill::lift() { ctx_.state.release(reservation_, no_resources_); }
+void Backfill::lift() {
+  ctx_.state.release(reservation_, no_resources_);
+}
 
 void Backfill::restore() {
   std::vector<Assignment> kept;

@@ -64,8 +64,8 @@ void ClusterState::release(std::span<const Assignment> placement,
   ++release_epoch_;
 }
 
-void ClusterState::change(std::span<const Assignment> placement,
-                          const model::WorkerRequest& worker, int sign) {
+void ClusterState::change(std::span<const Assignment> placement, const model::WorkerRequest& worker,
+                          int sign) {
   int32_t last_worker = -1;
   int32_t last_node = -1;
   for (const Assignment& a : placement) {
@@ -90,7 +90,8 @@ void ClusterState::change(std::span<const Assignment> placement,
         milli = static_cast<int16_t>(milli + sign * a.milli);
         const bool is_whole = milli == model::kMilliPerGpu;
         TY_CHECK_MSG(milli >= 0 && milli <= model::kMilliPerGpu, "GPU over- or under-committed");
-        if (!snap_->nodes[a.node_idx].mig_enabled) f.whole_free += (is_whole ? 1 : 0) - (was_whole ? 1 : 0);
+        if (!snap_->nodes[a.node_idx].mig_enabled)
+          f.whole_free += (is_whole ? 1 : 0) - (was_whole ? 1 : 0);
       }
     }
     if (reindex || (sign > 0 && indexed(a.node_idx) && pos_[a.node_idx] < 0)) {

@@ -41,8 +41,7 @@ class ClusterState {
   void release(std::span<const Assignment> placement, const model::WorkerRequest& worker);
 
  private:
-  void change(std::span<const Assignment> placement, const model::WorkerRequest& worker,
-              int sign);
+  void change(std::span<const Assignment> placement, const model::WorkerRequest& worker, int sign);
   void bucket_remove(int node_idx);
   void bucket_insert(int node_idx);
   bool indexed(int node_idx) const;

@@ -278,7 +278,8 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
             if (!((p->start_mask >> s) & 1) || (used & p->slot_bits(s))) continue;
             const int64_t occupied = std::popcount(used);
             const int64_t score = (pack ? occupied : 8 - occupied) * 16 + s;
-            if (best.node < 0 || score > best.score) best = {idx, gpu, static_cast<int8_t>(s), score};
+            if (best.node < 0 || score > best.score)
+              best = {idx, gpu, static_cast<int8_t>(s), score};
             break;
           }
         }
@@ -294,8 +295,8 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
       } else {
         // CPU-only: prefer nodes without GPUs, then the fullest (Pack) or emptiest CPU.
         const int64_t cpu_after = f.cpu.value() - w.cpu.value() * on_node;
-        const int64_t score = (n.gpu_count == 0 ? (int64_t{1} << 40) : 0) +
-                              (pack ? -cpu_after : cpu_after);
+        const int64_t score =
+            (n.gpu_count == 0 ? (int64_t{1} << 40) : 0) + (pack ? -cpu_after : cpu_after);
         if (best.node < 0 || score > best.score) best = {idx, -1, -1, score};
       }
     }

@@ -8,36 +8,54 @@ namespace trainyard::sched {
 
 std::string_view stage_name(Stage s) {
   switch (s) {
-    case Stage::Dependency: return "dependency";
-    case Stage::Admission: return "admission";
-    case Stage::Placement: return "placement";
-    case Stage::Preemption: return "preemption";
-    case Stage::Backfill: return "backfill";
-    case Stage::Order: return "queue-order";
+    case Stage::Dependency:
+      return "dependency";
+    case Stage::Admission:
+      return "admission";
+    case Stage::Placement:
+      return "placement";
+    case Stage::Preemption:
+      return "preemption";
+    case Stage::Backfill:
+      return "backfill";
+    case Stage::Order:
+      return "queue-order";
   }
   return "unknown";
 }
 
 std::string_view wait_code_name(WaitCode c) {
   switch (c) {
-    case WaitCode::DependencyUnfinished: return "DependencyUnfinished";
-    case WaitCode::QuotaExceeded: return "QuotaExceeded";
-    case WaitCode::NoCapacityNow: return "NoCapacityNow";
-    case WaitCode::NeverFits: return "NeverFits";
-    case WaitCode::HeadOfLine: return "HeadOfLine";
-    case WaitCode::BackfillWouldDelay: return "BackfillWouldDelay";
-    case WaitCode::AwaitingVictims: return "AwaitingVictims";
-    case WaitCode::Unexamined: return "Unexamined";
+    case WaitCode::DependencyUnfinished:
+      return "DependencyUnfinished";
+    case WaitCode::QuotaExceeded:
+      return "QuotaExceeded";
+    case WaitCode::NoCapacityNow:
+      return "NoCapacityNow";
+    case WaitCode::NeverFits:
+      return "NeverFits";
+    case WaitCode::HeadOfLine:
+      return "HeadOfLine";
+    case WaitCode::BackfillWouldDelay:
+      return "BackfillWouldDelay";
+    case WaitCode::AwaitingVictims:
+      return "AwaitingVictims";
+    case WaitCode::Unexamined:
+      return "Unexamined";
   }
   return "Unknown";
 }
 
 std::string_view preempt_cause_name(PreemptCause c) {
   switch (c) {
-    case PreemptCause::HigherPriority: return "higher-priority job needs the GPUs";
-    case PreemptCause::ShorterRemaining: return "a job with less remaining time needs the GPUs";
-    case PreemptCause::LowerServiceQueue: return "demoted to a lower Tiresias queue";
-    case PreemptCause::QuotaReclaim: return "team under its quota reclaims borrowed GPUs";
+    case PreemptCause::HigherPriority:
+      return "higher-priority job needs the GPUs";
+    case PreemptCause::ShorterRemaining:
+      return "a job with less remaining time needs the GPUs";
+    case PreemptCause::LowerServiceQueue:
+      return "demoted to a lower Tiresias queue";
+    case PreemptCause::QuotaReclaim:
+      return "team under its quota reclaims borrowed GPUs";
   }
   return "unknown";
 }
@@ -46,13 +64,20 @@ namespace {
 
 std::string filter_text(uint8_t filter) {
   switch (filter) {
-    case kFilterGpuModel: return "no node has an allowed GPU model";
-    case kFilterSelector: return "no node matches the node selector";
-    case kFilterCpu: return "not enough free CPU on nodes with room";
-    case kFilterMemory: return "not enough free memory on nodes with room";
-    case kFilterMig: return "no node offers the requested MIG profile with a free slot";
-    case kFilterUnschedulable: return "matching nodes are not schedulable";
-    default: return "not enough free GPUs";
+    case kFilterGpuModel:
+      return "no node has an allowed GPU model";
+    case kFilterSelector:
+      return "no node matches the node selector";
+    case kFilterCpu:
+      return "not enough free CPU on nodes with room";
+    case kFilterMemory:
+      return "not enough free memory on nodes with room";
+    case kFilterMig:
+      return "no node offers the requested MIG profile with a free slot";
+    case kFilterUnschedulable:
+      return "matching nodes are not schedulable";
+    default:
+      return "not enough free GPUs";
   }
 }
 
@@ -81,8 +106,10 @@ std::string describe(const WaitReason& r, const Snapshot& snap) {
           "the reservation lets it backfill",
           stage, r.arg);
     case WaitCode::AwaitingVictims:
-      return fmt::format("{}: {} lower-ranked job(s) are being preempted to make room", stage, r.arg);
-    case WaitCode::Unexamined: return fmt::format("{}: not reached this cycle", stage);
+      return fmt::format("{}: {} lower-ranked job(s) are being preempted to make room", stage,
+                         r.arg);
+    case WaitCode::Unexamined:
+      return fmt::format("{}: not reached this cycle", stage);
   }
   return stage;
 }

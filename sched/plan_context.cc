@@ -6,7 +6,9 @@ namespace trainyard::sched::internal {
 
 size_t ShapeHash::operator()(const Shape& s) const {
   size_t h = std::hash<int64_t>()(s.milli);
-  auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](uint64_t v) {
+    h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
   mix(static_cast<uint64_t>(s.gpus));
   mix(static_cast<uint64_t>(s.workers));
   mix(static_cast<uint64_t>(s.cpu));
@@ -22,8 +24,13 @@ Shape shape_of(const SnapshotJob& job) {
     h = h * 31 + std::hash<std::string>()(k);
     h = h * 31 + std::hash<std::string>()(v);
   }
-  return {job.worker.gpus,          job.workers,          job.worker.gpu_milli.value(),
-          job.worker.cpu.value(),   job.worker.memory.value(), job.gpu_model_mask, h};
+  return {job.worker.gpus,
+          job.workers,
+          job.worker.gpu_milli.value(),
+          job.worker.cpu.value(),
+          job.worker.memory.value(),
+          job.gpu_model_mask,
+          h};
 }
 
 PlanContext::PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyTraits& t)

@@ -24,7 +24,9 @@ constexpr std::array<PolicyTraits, 6> kPolicies{{
 
 }  // namespace
 
-std::span<const PolicyTraits> policies() { return kPolicies; }
+std::span<const PolicyTraits> policies() {
+  return kPolicies;
+}
 
 util::Result<PolicyTraits> find_policy(std::string_view name) {
   for (const auto& p : kPolicies) {

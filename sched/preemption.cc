@@ -13,9 +13,12 @@ namespace {
 bool eligible(const PlanContext& ctx, const SnapshotJob& job, const SnapshotJob& victim) {
   if (!victim.preemptible || victim.phase != JobPhase::Running) return false;
   switch (ctx.traits.victims) {
-    case VictimRule::None: return false;
-    case VictimRule::LowerPriority: return victim.priority < job.priority;
-    case VictimRule::LongerRemaining: return victim.remaining > job.remaining;
+    case VictimRule::None:
+      return false;
+    case VictimRule::LowerPriority:
+      return victim.priority < job.priority;
+    case VictimRule::LongerRemaining:
+      return victim.remaining > job.remaining;
     case VictimRule::LowerServiceQueue:
       return tiresias_queue(victim, ctx.snap.now, ctx.cfg.tiresias) >
              tiresias_queue(job, ctx.snap.now, ctx.cfg.tiresias);
@@ -28,10 +31,14 @@ bool eligible(const PlanContext& ctx, const SnapshotJob& job, const SnapshotJob&
 
 PreemptCause cause_of(VictimRule rule) {
   switch (rule) {
-    case VictimRule::LowerPriority: return PreemptCause::HigherPriority;
-    case VictimRule::LongerRemaining: return PreemptCause::ShorterRemaining;
-    case VictimRule::LowerServiceQueue: return PreemptCause::LowerServiceQueue;
-    default: return PreemptCause::QuotaReclaim;
+    case VictimRule::LowerPriority:
+      return PreemptCause::HigherPriority;
+    case VictimRule::LongerRemaining:
+      return PreemptCause::ShorterRemaining;
+    case VictimRule::LowerServiceQueue:
+      return PreemptCause::LowerServiceQueue;
+    default:
+      return PreemptCause::QuotaReclaim;
   }
 }
 
@@ -119,8 +126,7 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
     ctx.condemned[v] = 1;
     ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
   }
-  ctx.wait(job, Stage::Preemption, WaitCode::AwaitingVictims,
-           static_cast<int64_t>(victims.size()));
+  ctx.wait(job, Stage::Preemption, WaitCode::AwaitingVictims, static_cast<int64_t>(victims.size()));
   return true;
 }
 

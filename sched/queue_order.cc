@@ -6,7 +6,9 @@
 namespace trainyard::sched {
 namespace {
 
-double gpu_seconds(Duration gpu_time) { return util::to_seconds(gpu_time); }
+double gpu_seconds(Duration gpu_time) {
+  return util::to_seconds(gpu_time);
+}
 
 double gpus_held(const SnapshotJob& job) {
   return static_cast<double>(job.gpu_share().value()) / model::kMilliPerGpu;
@@ -64,9 +66,14 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
     RankKey key{.submitted = job.submitted, .id = job.id};
     switch (order) {
       case QueueOrderKind::Arrival:
-      case QueueOrderKind::DominantShare: break;
-      case QueueOrderKind::RemainingTime: key.major = job.remaining.count(); break;
-      case QueueOrderKind::Priority: key.major = -int64_t{job.priority}; break;
+      case QueueOrderKind::DominantShare:
+        break;
+      case QueueOrderKind::RemainingTime:
+        key.major = job.remaining.count();
+        break;
+      case QueueOrderKind::Priority:
+        key.major = -int64_t{job.priority};
+        break;
       case QueueOrderKind::Tiresias: {
         const int q = tiresias_queue(job, snap.now, cfg.tiresias);
         key.major = q;

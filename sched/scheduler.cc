@@ -72,8 +72,11 @@ class Walk {
       r = try_start(idx, ctx_.memo);
     }
     switch (r.attempt) {
-      case Attempt::Started: return;
-      case Attempt::Never: ctx_.wait(job, Stage::Placement, WaitCode::NeverFits, 0, r.filter); return;
+      case Attempt::Started:
+        return;
+      case Attempt::Never:
+        ctx_.wait(job, Stage::Placement, WaitCode::NeverFits, 0, r.filter);
+        return;
       case Attempt::OverQuota:
         ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, r.over_milli);
         return;
@@ -132,7 +135,8 @@ void walk_fair_share(PlanContext& ctx) {
     const int t = ctx.snap.jobs[idx].team;
     queue[t >= 0 ? t : teams].push_back(idx);
   }
-  for (size_t r = 0; r < by_arrival.size(); ++r) ctx.rank_of[by_arrival[r]] = static_cast<int32_t>(r);
+  for (size_t r = 0; r < by_arrival.size(); ++r)
+    ctx.rank_of[by_arrival[r]] = static_cast<int32_t>(r);
   auto share = [&](int t) { return t < teams ? ctx.ledger.dominant_share(t) : 0.0; };
   using Entry = std::pair<double, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;

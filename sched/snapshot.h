@@ -61,11 +61,11 @@ struct SnapshotJob {
   uint64_t gpu_model_mask = 0;  // allowed models (bits over gpu_models); 0 = any
   model::Labels node_selector;
   Time submitted{};
-  Time queued_since{};           // entered Pending last (submission or requeue)
-  Time started{};                // start of the current attempt (Running/Preempting)
-  Duration attained_gpu_time{0}; // GPU-time received so far, all attempts, up to `now`
-  Duration last_run{0};          // length of the most recent attempt that ended
-  Duration runtime_limit{0};     // user's limit/estimate for one attempt; 0 = none
+  Time queued_since{};                    // entered Pending last (submission or requeue)
+  Time started{};                         // start of the current attempt (Running/Preempting)
+  Duration attained_gpu_time{0};          // GPU-time received so far, all attempts, up to `now`
+  Duration last_run{0};                   // length of the most recent attempt that ended
+  Duration runtime_limit{0};              // user's limit/estimate for one attempt; 0 = none
   Duration remaining = kUnknownDuration;  // oracle remaining run time (simulator only)
   JobId waiting_on = util::kNoJob;        // an unfinished dependency, if any
   std::vector<Assignment> placement;      // where it runs (Running/Preempting)
@@ -83,7 +83,7 @@ struct QuotaEntry {
 struct SnapshotTeam {
   std::string name;
   double weight = 1.0;
-  int cohort = -1;  // index into Snapshot::cohorts; -1 = borrows from no one
+  int cohort = -1;                // index into Snapshot::cohorts; -1 = borrows from no one
   std::vector<QuotaEntry> quota;  // size gpu_models.size() + 1, or empty (unlimited)
 };
 

@@ -57,9 +57,8 @@ void add_team(Snapshot& snap, const model::Team& team) {
   if (!team.quotas.empty()) {
     t.quota.assign(snap.gpu_models.size() + 1, QuotaEntry{});
     for (const auto& [model_name, q] : team.quotas) {
-      const int key = model_name == model::kAnyGpuModel
-                          ? static_cast<int>(snap.gpu_models.size())
-                          : intern_gpu_model(snap, model_name);
+      const int key = model_name == model::kAnyGpuModel ? static_cast<int>(snap.gpu_models.size())
+                                                        : intern_gpu_model(snap, model_name);
       if (key >= static_cast<int>(t.quota.size())) t.quota.resize(key + 1);
       t.quota[key] = {q.nominal.value(), q.borrowing_limit.value()};
     }

@@ -11,8 +11,7 @@ Time WallClock::now() const {
 }
 
 Duration WallClock::steady_now() {
-  return std::chrono::duration_cast<Duration>(
-      std::chrono::steady_clock::now().time_since_epoch());
+  return std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch());
 }
 
 void VirtualClock::advance_to(Time t) {

@@ -13,13 +13,21 @@ using Duration = std::chrono::microseconds;
 using Time = std::chrono::time_point<std::chrono::system_clock, Duration>;
 
 inline constexpr Time kEpoch{};
-constexpr Duration seconds(int64_t s) { return std::chrono::seconds(s); }
+constexpr Duration seconds(int64_t s) {
+  return std::chrono::seconds(s);
+}
 constexpr Duration seconds_f(double s) {
   return Duration(static_cast<int64_t>(s * 1e6 + (s >= 0 ? 0.5 : -0.5)));
 }
-constexpr double to_seconds(Duration d) { return static_cast<double>(d.count()) / 1e6; }
-constexpr Time from_seconds(double s) { return kEpoch + seconds_f(s); }
-constexpr double to_seconds(Time t) { return to_seconds(t - kEpoch); }
+constexpr double to_seconds(Duration d) {
+  return static_cast<double>(d.count()) / 1e6;
+}
+constexpr Time from_seconds(double s) {
+  return kEpoch + seconds_f(s);
+}
+constexpr double to_seconds(Time t) {
+  return to_seconds(t - kEpoch);
+}
 
 // "2017-10-09T07:01:55Z" style rendering of a time, UTC.
 std::string format_time(Time t);

@@ -56,7 +56,7 @@ Status unavailable(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool is_ok() const { return std::holds_alternative<T>(data_); }
@@ -83,10 +83,10 @@ class [[nodiscard]] Result {
 #define TY_CONCAT_INNER(a, b) a##b
 #define TY_CONCAT(a, b) TY_CONCAT_INNER(a, b)
 
-#define TY_RETURN_IF_ERROR(expr)                                  \
-  do {                                                            \
-    ::trainyard::util::Status ty_status_ = (expr);                \
-    if (!ty_status_.is_ok()) return ty_status_;                   \
+#define TY_RETURN_IF_ERROR(expr)                   \
+  do {                                             \
+    ::trainyard::util::Status ty_status_ = (expr); \
+    if (!ty_status_.is_ok()) return ty_status_;    \
   } while (0)
 
 #define TY_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -98,8 +98,8 @@ class [[nodiscard]] Result {
   TY_ASSIGN_OR_RETURN_IMPL(TY_CONCAT(ty_result_, __LINE__), lhs, expr)
 
 // Invariant checks: never triggered by user input. TY_CHECK is always on; TY_DCHECK in debug.
-#define TY_CHECK(cond)                                                         \
-  do {                                                                         \
+#define TY_CHECK(cond)                                                           \
+  do {                                                                           \
     if (!(cond)) ::trainyard::util::check_failed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 #define TY_CHECK_MSG(cond, msg)                                                   \

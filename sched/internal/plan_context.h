@@ -48,9 +48,9 @@ struct PlanContext {
   QuotaLedger ledger;
   FitMemo memo;
   FitMemo preempt_memo;
-  std::vector<int32_t> rank_of;      // per job index; running jobs too for preemptive policies
-  std::vector<uint8_t> condemned;    // per job index: chosen as a victim in this plan
-  std::vector<int> started_idx;      // job index of each plan.starts entry
+  std::vector<int32_t> rank_of;    // per job index; running jobs too for preemptive policies
+  std::vector<uint8_t> condemned;  // per job index: chosen as a victim in this plan
+  std::vector<int> started_idx;    // job index of each plan.starts entry
   Plan plan;
 
   PlaceOptions place_options() const { return {.strategy = cfg.placement}; }

@@ -31,8 +31,8 @@ TEST(AcceleratorCatalog, HasRealFiguresAndAliases) {
   EXPECT_EQ(find_accelerator("V100M32")->name, "V100-32GB");
   EXPECT_EQ(find_accelerator("G2"), nullptr);
   EXPECT_EQ(canonical_accelerator_name("G2"), "G2");
-  for (const char* name : {"H200-141GB", "A100-40GB", "L40S", "L4", "A10G", "T4", "V100-16GB",
-                           "P100", "K80"}) {
+  for (const char* name :
+       {"H200-141GB", "A100-40GB", "L40S", "L4", "A10G", "T4", "V100-16GB", "P100", "K80"}) {
     EXPECT_NE(find_accelerator(name), nullptr) << name;
   }
 }

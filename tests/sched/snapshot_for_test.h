@@ -74,8 +74,9 @@ class SnapshotForTest {
     t.weight = weight;
     t.cohort = cohort;
     if (nominal_gpus >= 0) {
-      t.quotas[model::kAnyGpuModel] = {model::GpuMilli(nominal_gpus * 1000),
-                                       model::GpuMilli(borrow_limit_gpus < 0 ? -1 : borrow_limit_gpus * 1000)};
+      t.quotas[model::kAnyGpuModel] = {
+          model::GpuMilli(nominal_gpus * 1000),
+          model::GpuMilli(borrow_limit_gpus < 0 ? -1 : borrow_limit_gpus * 1000)};
     }
     add_team(snap_, t);
     return *this;

@@ -41,7 +41,9 @@ TEST(VirtualClock, MovesOnlyForward) {
   EXPECT_DEATH(clock.advance_to(from_seconds(1)), "backwards");
 }
 
-TEST(FormatTime, RendersUtc) { EXPECT_EQ(format_time(from_seconds(86400)), "1970-01-02T00:00:00Z"); }
+TEST(FormatTime, RendersUtc) {
+  EXPECT_EQ(format_time(from_seconds(86400)), "1970-01-02T00:00:00Z");
+}
 
 }  // namespace
 }  // namespace trainyard::util

@@ -1,0 +1,80 @@
+// Philly (Microsoft, ATC'19) as reduced by the Pollux artifact: timestamp, duration, num_gpus,
+// gpu_time, cluster. The virtual cluster becomes the team. Jobs of more than 8 GPUs become
+// gangs whose workers take the largest count of at most 8 GPUs that divides the request
+// (Philly's servers had 8 GPUs at most); smaller jobs are one worker.
+#include <algorithm>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "sim/csv_reader.h"
+#include "sim/workload.h"
+
+namespace trainyard::sim {
+namespace {
+
+// "2017-10-09 07:01:55" (no time zone: read as UTC) -> seconds since the epoch.
+util::Result<int64_t> parse_timestamp(std::string_view s) {
+  std::tm tm{};
+  int year = 0, mon = 0, day = 0, hh = 0, mm = 0, ss = 0;
+  char tail = 0;
+  const std::string text(s);
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%2d%c", &year, &mon, &day, &hh, &mm, &ss,
+                  &tail) != 6 ||
+      mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 || year < 1970) {
+    return util::invalid_argument(
+        fmt::format("expected a time 'YYYY-MM-DD HH:MM:SS', got '{}'", s));
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hh;
+  tm.tm_min = mm;
+  tm.tm_sec = ss;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+constexpr int kPhillyGpusPerServer = 8;
+
+}  // namespace
+
+util::Result<Workload> load_philly(const std::string& path, const TraceOptions& opts) {
+  TY_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::open(path));
+  TY_RETURN_IF_ERROR(csv.read_header());
+  TY_ASSIGN_OR_RETURN(const int c_time, csv.column("timestamp"));
+  TY_ASSIGN_OR_RETURN(const int c_duration, csv.column("duration"));
+  TY_ASSIGN_OR_RETURN(const int c_gpus, csv.column("num_gpus"));
+  TY_ASSIGN_OR_RETURN(const int c_vc, csv.column("cluster"));
+  Workload w;
+  w.source = path;
+  while (csv.next()) {
+    auto row = [&]() -> util::Status {
+      TY_RETURN_IF_ERROR(csv.row_status());
+      auto ts = parse_timestamp(csv.field(c_time));
+      if (!ts.is_ok()) return csv.error_at(c_time, ts.status().message());
+      TY_ASSIGN_OR_RETURN(const double duration, csv.get_double(c_duration));
+      if (duration <= 0)
+        return csv.error_at(c_duration, fmt::format("must be > 0 seconds, got {}", duration));
+      TY_ASSIGN_OR_RETURN(const int64_t gpus, csv.get_int(c_gpus));
+      if (gpus < 1 || gpus > 4096)
+        return csv.error_at(c_gpus, fmt::format("must be 1..4096 GPUs, got {}", gpus));
+      const std::string_view vc = csv.field(c_vc);
+      if (vc.empty()) return csv.error_at(c_vc, "the virtual cluster (team) is empty");
+      TraceJob j;
+      j.submit = util::from_seconds(static_cast<double>(*ts));
+      j.duration = util::seconds_f(duration);
+      j.spec.team = std::string(vc);
+      // Largest per-worker count of at most 8 that divides the request (12 -> 2 x 6).
+      int per_worker = static_cast<int>(std::min<int64_t>(gpus, kPhillyGpusPerServer));
+      while (gpus % per_worker != 0) --per_worker;
+      j.spec.workers = static_cast<int>(gpus / per_worker);
+      j.spec.worker.gpus = per_worker;
+      w.jobs.push_back(std::move(j));
+      return util::Status::ok();
+    }();
+    if (!row.is_ok()) TY_RETURN_IF_ERROR(handle_bad_row(w, opts, row));
+  }
+  return w;
+}
+
+}  // namespace trainyard::sim
