@@ -18,10 +18,23 @@ QuotaLedger::QuotaLedger(const Snapshot& snap, bool derive_equal_shares)
   if (!has_quotas_ && derive_equal_shares && !snap.teams.empty()) {
     derived_ = true;
     has_quotas_ = true;
-    derived_quota_.resize(keys_);
+    derived_quota_.resize(snap.teams.size() * keys_);
     for (const auto& t : snap.teams) total_weight_ += t.weight;
+    const size_t n = snap.teams.size();
     for (int k = 0; k < keys_; ++k) {
-      derived_quota_[k].nominal_milli = capacity_[k];  // scaled per team in quota()
+      // Each team's weighted share rounded down; the milli-GPUs lost to rounding go one each to
+      // the first teams, so that the shares add up to the whole capacity.
+      int64_t left = capacity_[k];
+      for (size_t t = 0; t < n; ++t) {
+        const double share =
+            total_weight_ > 0 ? snap.teams[t].weight / total_weight_ : 1.0 / static_cast<double>(n);
+        const auto nominal = static_cast<int64_t>(static_cast<double>(capacity_[k]) * share);
+        derived_quota_[t * keys_ + k] = {nominal, -1};
+        left -= nominal;
+      }
+      for (size_t t = 0; left > 0; t = (t + 1) % n, --left) {
+        ++derived_quota_[t * keys_ + k].nominal_milli;
+      }
     }
   }
   for (const SnapshotJob& job : snap.jobs) {
@@ -30,11 +43,7 @@ QuotaLedger::QuotaLedger(const Snapshot& snap, bool derive_equal_shares)
 }
 
 QuotaEntry QuotaLedger::quota(int team, int key) const {
-  if (derived_) {
-    const double share = snap_->teams[team].weight / total_weight_;
-    return {static_cast<int64_t>(static_cast<double>(derived_quota_[key].nominal_milli) * share),
-            -1};
-  }
+  if (derived_) return derived_quota_[team * keys_ + key];
   const auto& q = snap_->teams[team].quota;
   if (q.empty()) return {};
   return q[key];
@@ -80,13 +89,15 @@ QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
     if (q.nominal_milli < 0) continue;
     const int64_t want = usage(job.team, k) + scratch_[k];
     if (want <= q.nominal_milli) continue;
+    // What the cohort has left: the others' nominal quota minus their usage, borrowers
+    // included, so quota one member already borrowed is not lent a second time.
     int64_t lendable = 0;
     for (int t = 0; t < teams; ++t) {
       if (t == job.team || !same_cohort(t, job.team)) continue;
       const QuotaEntry other = quota(t, k);
-      if (other.nominal_milli > 0)
-        lendable += std::max<int64_t>(0, other.nominal_milli - usage(t, k));
+      if (other.nominal_milli >= 0) lendable += other.nominal_milli - usage(t, k);
     }
+    lendable = std::max<int64_t>(0, lendable);
     if (q.borrowing_limit_milli >= 0) lendable = std::min(lendable, q.borrowing_limit_milli);
     const int64_t over = want - q.nominal_milli - lendable;
     if (over > 0) return {false, over, k};

@@ -52,7 +52,7 @@ class QuotaLedger {
   double total_weight_ = 0;
   std::vector<int64_t> capacity_;          // per key
   std::vector<int64_t> usage_;             // team * keys_ + key
-  std::vector<QuotaEntry> derived_quota_;  // per key, when derived
+  std::vector<QuotaEntry> derived_quota_;  // team * keys_ + key, when derived
   mutable std::vector<int64_t> scratch_;
 };
 

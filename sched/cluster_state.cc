@@ -1,11 +1,18 @@
 #include "sched/cluster_state.h"
 
+#include <algorithm>
+
 #include "util/status.h"
 
 namespace trainyard::sched {
 namespace {
 constexpr int kLevels = model::kMaxGpusPerNode + 1;
+
+// A GPU partly taken by fractional shares.
+bool shared(int16_t milli_free) {
+  return milli_free > 0 && milli_free < model::kMilliPerGpu;
 }
+}  // namespace
 
 ClusterState::ClusterState(const Snapshot& snap)
     : snap_(&snap),
@@ -20,6 +27,7 @@ ClusterState::ClusterState(const Snapshot& snap)
     f.memory = n.memory;
     for (int g = 0; g < n.gpu_count; ++g) f.gpu_milli_free[g] = model::kMilliPerGpu;
     f.whole_free = n.mig_enabled ? 0 : n.gpu_count;
+    if (n.mig_enabled) mig_nodes_.push_back(static_cast<int32_t>(i));
   }
   for (const SnapshotJob& job : snap.jobs) {
     if (job.is_running()) change(job.placement, job.worker, -1);
@@ -51,6 +59,17 @@ void ClusterState::bucket_insert(int node_idx) {
   auto& b = buckets_[snap_->nodes[node_idx].gpu_model * kLevels + free_[node_idx].whole_free];
   pos_[node_idx] = static_cast<int32_t>(b.size());
   b.push_back(node_idx);
+}
+
+void ClusterState::update_shared(int node_idx) {
+  const NodeFree& f = free_[node_idx];
+  bool any = false;
+  for (int g = 0; g < snap_->nodes[node_idx].gpu_count; ++g)
+    any = any || shared(f.gpu_milli_free[g]);
+  auto it = std::lower_bound(shared_gpu_nodes_.begin(), shared_gpu_nodes_.end(), node_idx);
+  const bool listed = it != shared_gpu_nodes_.end() && *it == node_idx;
+  if (any && !listed) shared_gpu_nodes_.insert(it, node_idx);
+  if (!any && listed) shared_gpu_nodes_.erase(it);
 }
 
 void ClusterState::apply(std::span<const Assignment> placement,
@@ -87,17 +106,40 @@ void ClusterState::change(std::span<const Assignment> placement, const model::Wo
                                          : static_cast<uint8_t>(f.mig_used[a.gpu_idx] & ~bits);
       } else {
         const bool was_whole = milli == model::kMilliPerGpu;
+        const bool was_shared = shared(milli);
         milli = static_cast<int16_t>(milli + sign * a.milli);
         const bool is_whole = milli == model::kMilliPerGpu;
         TY_CHECK_MSG(milli >= 0 && milli <= model::kMilliPerGpu, "GPU over- or under-committed");
         if (!snap_->nodes[a.node_idx].mig_enabled)
           f.whole_free += (is_whole ? 1 : 0) - (was_whole ? 1 : 0);
+        if (shared(milli) != was_shared) update_shared(a.node_idx);
       }
     }
     if (reindex || (sign > 0 && indexed(a.node_idx) && pos_[a.node_idx] < 0)) {
       bucket_insert(a.node_idx);
     }
   }
+}
+
+bool ClusterState::is_free(const Assignment& a) const {
+  if (a.gpu_idx < 0) return true;
+  const NodeFree& f = free_[a.node_idx];
+  if (a.mig_profile >= 0) {
+    const auto* accel = snap_->accelerators[snap_->nodes[a.node_idx].gpu_model];
+    return (f.mig_used[a.gpu_idx] & accel->mig_profiles[a.mig_profile].slot_bits(a.mig_start)) == 0;
+  }
+  return f.gpu_milli_free[a.gpu_idx] >= a.milli;
+}
+
+std::vector<Assignment> ClusterState::hold_free(std::span<const Assignment> placement) {
+  static const model::WorkerRequest kNoResources;
+  std::vector<Assignment> held;
+  for (const Assignment& a : placement) {
+    if (a.gpu_idx < 0 || !is_free(a)) continue;
+    apply(std::span<const Assignment>(&a, 1), kNoResources);
+    held.push_back(a);
+  }
+  return held;
 }
 
 }  // namespace trainyard::sched

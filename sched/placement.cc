@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
+#include <ranges>
 
 #include "util/status.h"
 
@@ -244,8 +246,96 @@ struct Choice {
   int64_t score = 0;
 };
 
-// One worker of a fractional-GPU, MIG or CPU-only job: scores every node that passes the
-// filters. Used for small requests, where node counts per job are low.
+// The search for one worker's spot: the best so far (first of the highest score in node, GPU
+// order) and, while none is found, the filter that removed the last node.
+struct WorkerSearch {
+  Choice best;
+  uint8_t filter = kFilterGpus;
+};
+
+// Scores the spots node `idx` offers the next worker of a fractional-GPU, MIG or CPU-only job.
+void consider_node(const SnapshotJob& job, const ClusterState& state, const Overlay& overlay,
+                   bool pack, int idx, WorkerSearch& search) {
+  const Snapshot& snap = state.snapshot();
+  const model::WorkerRequest& w = job.worker;
+  const SnapshotNode& n = snap.nodes[idx];
+  Choice& best = search.best;
+  if (!n.schedulable) return;
+  if (uint8_t m = static_mismatch(job, n, snap)) {
+    search.filter = m;
+    return;
+  }
+  const NodeFree& f = state.node(idx);
+  const int on_node = overlay.workers(idx) + 1;
+  if (workers_by_resources(w, f.cpu, f.memory, on_node) < on_node) {
+    search.filter = w.cpu > f.cpu ? kFilterCpu : kFilterMemory;
+    return;
+  }
+  if (!w.mig_profile.empty()) {
+    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
+    for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
+      const uint8_t used = f.mig_used[gpu] | overlay.mig_taken(idx, gpu);
+      for (int s = model::kMigMemorySlices - 1; s >= 0; --s) {
+        if (!((p->start_mask >> s) & 1) || (used & p->slot_bits(s))) continue;
+        const int64_t occupied = std::popcount(used);
+        const int64_t score = (pack ? occupied : 8 - occupied) * 16 + s;
+        if (best.node < 0 || score > best.score) best = {idx, gpu, static_cast<int8_t>(s), score};
+        break;
+      }
+    }
+    search.filter = kFilterMig;
+  } else if (w.gpu_milli.value() > 0) {
+    for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
+      const int64_t free = f.gpu_milli_free[gpu] - overlay.milli_taken(idx, gpu);
+      const int64_t after = free - w.gpu_milli.value();
+      if (after < 0) continue;
+      const int64_t score = pack ? kMilliPerGpu - after : after;
+      if (best.node < 0 || score > best.score) best = {idx, gpu, -1, score};
+    }
+  } else {
+    // CPU-only: prefer nodes without GPUs, then the fullest (Pack) or emptiest CPU.
+    const int64_t cpu_after = f.cpu.value() - w.cpu.value() * on_node;
+    const int64_t score =
+        (n.gpu_count == 0 ? (int64_t{1} << 40) : 0) + (pack ? -cpu_after : cpu_after);
+    if (best.node < 0 || score > best.score) best = {idx, -1, -1, score};
+  }
+}
+
+// Nodes in ascending order until the best spot reaches `enough` (no later spot can beat it).
+template <typename Nodes>
+bool scan(const SnapshotJob& job, const ClusterState& state, bool pack, const Nodes& nodes,
+          int64_t enough, WorkerSearch& search) {
+  const Overlay none;
+  for (int32_t idx : nodes) {
+    consider_node(job, state, none, pack, idx, search);
+    if (search.best.node >= 0 && search.best.score >= enough) break;
+  }
+  return search.best.node >= 0;
+}
+
+// The spot a full scan would choose for a job's only worker, found by scanning only the nodes
+// that can hold it (MIG) or by stopping at a spot no later one beats (fractional). False when
+// no spot was found or the request is CPU-only; the full scan then decides and names the filter.
+bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state, bool pack,
+                             WorkerSearch& search) {
+  const model::WorkerRequest& w = job.worker;
+  constexpr int64_t kNoBound = INT64_MAX;
+  const auto all = std::views::iota(0, state.node_count());
+  if (!w.mig_profile.empty()) return scan(job, state, pack, state.mig_nodes(), kNoBound, search);
+  const int64_t milli = w.gpu_milli.value();
+  if (milli <= 0) return false;
+  // Spread: a whole free GPU leaves the most, so the first one found wins.
+  if (!pack) return scan(job, state, pack, all, kMilliPerGpu - milli, search);
+  // Pack: any fitting shared GPU scores above every whole one (which all score `milli`), and
+  // shared GPUs lie only on shared_gpu_nodes(); without one, the first whole GPU wins.
+  scan(job, state, pack, state.shared_gpu_nodes(), kNoBound, search);
+  if (search.best.node >= 0 && search.best.score > milli) return true;
+  search = {};
+  return scan(job, state, pack, all, milli, search);
+}
+
+// The workers of a fractional-GPU, MIG or CPU-only job, one at a time, each on the best-scoring
+// spot of all nodes that pass the filters (earlier workers' spots taken into account).
 PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
                              const PlaceOptions& opts) {
   const Snapshot& snap = state.snapshot();
@@ -253,65 +343,27 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
   const bool pack = opts.strategy == PlacementStrategy::Pack;
   PlaceResult result;
   Overlay overlay;
-  int mig_index = -1;
   for (int worker = 0; worker < job.workers; ++worker) {
-    Choice best;
-    uint8_t filter = kFilterGpus;
-    for (int idx = 0; idx < state.node_count(); ++idx) {
-      const SnapshotNode& n = snap.nodes[idx];
-      if (!n.schedulable) continue;
-      if (uint8_t m = static_mismatch(job, n, snap)) {
-        filter = m;
-        continue;
-      }
-      const NodeFree& f = state.node(idx);
-      const int on_node = overlay.workers(idx) + 1;
-      if (workers_by_resources(w, f.cpu, f.memory, on_node) < on_node) {
-        filter = w.cpu > f.cpu ? kFilterCpu : kFilterMemory;
-        continue;
-      }
-      if (!w.mig_profile.empty()) {
-        const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, &mig_index);
-        for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
-          const uint8_t used = f.mig_used[gpu] | overlay.mig_taken(idx, gpu);
-          for (int s = model::kMigMemorySlices - 1; s >= 0; --s) {
-            if (!((p->start_mask >> s) & 1) || (used & p->slot_bits(s))) continue;
-            const int64_t occupied = std::popcount(used);
-            const int64_t score = (pack ? occupied : 8 - occupied) * 16 + s;
-            if (best.node < 0 || score > best.score)
-              best = {idx, gpu, static_cast<int8_t>(s), score};
-            break;
-          }
-        }
-        filter = kFilterMig;
-      } else if (w.gpu_milli.value() > 0) {
-        for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
-          const int64_t free = f.gpu_milli_free[gpu] - overlay.milli_taken(idx, gpu);
-          const int64_t after = free - w.gpu_milli.value();
-          if (after < 0) continue;
-          const int64_t score = pack ? kMilliPerGpu - after : after;
-          if (best.node < 0 || score > best.score) best = {idx, gpu, -1, score};
-        }
-      } else {
-        // CPU-only: prefer nodes without GPUs, then the fullest (Pack) or emptiest CPU.
-        const int64_t cpu_after = f.cpu.value() - w.cpu.value() * on_node;
-        const int64_t score =
-            (n.gpu_count == 0 ? (int64_t{1} << 40) : 0) + (pack ? -cpu_after : cpu_after);
-        if (best.node < 0 || score > best.score) best = {idx, -1, -1, score};
+    WorkerSearch search;
+    if (job.workers > 1 || !find_single_worker_spot(job, state, pack, search)) {
+      search = {};
+      for (int idx = 0; idx < state.node_count(); ++idx) {
+        consider_node(job, state, overlay, pack, idx, search);
       }
     }
+    const Choice& best = search.best;
     if (best.node < 0) {
       result.placement.clear();
-      result.filter = filter;
+      result.filter = search.filter;
       return result;
     }
     Assignment a{.worker = worker, .node_idx = best.node, .gpu_idx = best.gpu};
     Overlay::Taken t{best.node, best.gpu, 0, 0};
     if (!w.mig_profile.empty()) {
-      a.mig_profile = static_cast<int8_t>(mig_index);
-      a.mig_start = best.start;
+      int mig_index = -1;
       const auto* p = mig_profile_on(snap, snap.nodes[best.node], w.mig_profile, &mig_index);
       a.mig_profile = static_cast<int8_t>(mig_index);
+      a.mig_start = best.start;
       t.mig_bits = p->slot_bits(best.start);
     } else if (w.gpu_milli.value() > 0) {
       a.milli = static_cast<int16_t>(w.gpu_milli.value());

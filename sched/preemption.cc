@@ -20,8 +20,8 @@ bool eligible(const PlanContext& ctx, const SnapshotJob& job, const SnapshotJob&
     case VictimRule::LongerRemaining:
       return victim.remaining > job.remaining;
     case VictimRule::LowerServiceQueue:
-      return tiresias_queue(victim, ctx.snap.now, ctx.cfg.tiresias) >
-             tiresias_queue(job, ctx.snap.now, ctx.cfg.tiresias);
+      return tiresias_service_queue(victim, ctx.cfg.tiresias) >
+             tiresias_service_queue(job, ctx.cfg.tiresias);
     case VictimRule::QuotaReclaim:
       return victim.team != job.team && victim.team >= 0 && job.team >= 0 &&
              ctx.ledger.same_cohort(job.team, victim.team) && ctx.ledger.borrowing(victim.team);
@@ -50,6 +50,38 @@ bool may_reclaim(const PlanContext& ctx, const SnapshotJob& job) {
   return nominal >= 0 && ctx.ledger.usage(job.team, all) + job.gpu_share().value() <= nominal;
 }
 
+struct Candidate {
+  int idx;
+  bool leaving;
+};
+
+bool is_leaving(const PlanContext& ctx, int idx) {
+  return ctx.snap.jobs[idx].phase == JobPhase::Preempting || ctx.condemned[idx];
+}
+
+void build_victim_order(PlanContext& ctx, bool reclaim) {
+  VictimOrder& order = ctx.victim_order;
+  for (size_t i = 0; i < ctx.snap.jobs.size(); ++i) {
+    if (ctx.snap.jobs[i].is_running()) order.jobs.push_back(static_cast<int>(i));
+  }
+  std::sort(order.jobs.begin(), order.jobs.end(), [&](int a, int b) {
+    const SnapshotJob& ja = ctx.snap.jobs[a];
+    const SnapshotJob& jb = ctx.snap.jobs[b];
+    if (reclaim) {
+      if (ja.started != jb.started) return ja.started > jb.started;
+    } else if (ctx.rank_of[a] != ctx.rank_of[b]) {
+      return ctx.rank_of[a] > ctx.rank_of[b];
+    }
+    return ja.id > jb.id;
+  });
+  order.pos_of.assign(ctx.snap.jobs.size(), -1);
+  for (size_t pos = 0; pos < order.jobs.size(); ++pos) {
+    order.pos_of[order.jobs[pos]] = static_cast<int32_t>(pos);
+    if (is_leaving(ctx, order.jobs[pos])) order.leaving.push_back(static_cast<int32_t>(pos));
+  }
+  order.built = true;
+}
+
 }  // namespace
 
 bool preempt_for(PlanContext& ctx, int job_idx) {
@@ -61,44 +93,28 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
   const Shape shape = shape_of(job);
   if (!reclaim && ctx.preempt_memo.known_not_to_fit(shape)) return false;
 
-  struct Candidate {
-    int idx;
-    bool leaving;
-  };
-  std::vector<Candidate> order;
-  for (size_t i = 0; i < ctx.snap.jobs.size(); ++i) {
-    const SnapshotJob& v = ctx.snap.jobs[i];
-    if (!v.is_running()) continue;
-    const bool leaving = v.phase == JobPhase::Preempting || ctx.condemned[i];
-    if (leaving || eligible(ctx, job, v)) order.push_back({static_cast<int>(i), leaving});
-  }
-  // Leaving jobs first; then least valuable first: for reclaim the newest start, otherwise the
-  // lowest rank; ties by id.
-  std::sort(order.begin(), order.end(), [&](const Candidate& a, const Candidate& b) {
-    if (a.leaving != b.leaving) return a.leaving;
-    const SnapshotJob& ja = ctx.snap.jobs[a.idx];
-    const SnapshotJob& jb = ctx.snap.jobs[b.idx];
-    if (reclaim) {
-      if (ja.started != jb.started) return ja.started > jb.started;
-    } else if (ctx.rank_of[a.idx] != ctx.rank_of[b.idx]) {
-      return ctx.rank_of[a.idx] > ctx.rank_of[b.idx];
-    }
-    return ja.id > jb.id;
-  });
-
+  if (!ctx.victim_order.built) build_victim_order(ctx, reclaim);
+  const VictimOrder& order = ctx.victim_order;
   const PlaceOptions opts = ctx.place_options();
   std::vector<Candidate> released;
-  bool fits = false;
-  for (const Candidate& c : order) {
-    const SnapshotJob& v = ctx.snap.jobs[c.idx];
+  auto release_fits = [&](int idx, bool leaving) {
+    const SnapshotJob& v = ctx.snap.jobs[idx];
     ctx.state.release(v.placement, v.worker);
-    released.push_back(c);
-    if (place(job, ctx.state, opts).fit == Fit::Fits) {
-      fits = true;
-      break;
-    }
+    released.push_back({idx, leaving});
+    return place(job, ctx.state, opts).fit == Fit::Fits;
+  };
+  // Leaving jobs first (they cost nothing); then eligible ones, least valuable first.
+  bool fits = false;
+  for (size_t i = 0; !fits && i < order.leaving.size(); ++i) {
+    fits = release_fits(order.jobs[order.leaving[i]], true);
+  }
+  for (size_t pos = 0; !fits && pos < order.jobs.size(); ++pos) {
+    const int idx = order.jobs[pos];
+    if (is_leaving(ctx, idx) || !eligible(ctx, job, ctx.snap.jobs[idx])) continue;
+    fits = release_fits(idx, false);
   }
   std::vector<int> victims;
+  std::vector<Assignment> future;  // where the job will start once the victims are gone
   if (fits) {
     // Reprieve, most valuable first: keep a victim running whenever the job still fits.
     for (auto it = released.rbegin(); it != released.rend(); ++it) {
@@ -109,6 +125,7 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
       ctx.state.release(v.placement, v.worker);
       victims.push_back(it->idx);
     }
+    future = place(job, ctx.state, opts).placement;
   }
   // Restore the state: everything released and not reprieved goes back.
   for (const Candidate& c : released) {
@@ -121,11 +138,19 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
     if (!reclaim) ctx.preempt_memo.record_failure(shape);
     return false;
   }
-  std::sort(victims.begin(), victims.end());
+  // By job id, not vector position, so the plan does not depend on the snapshot's job order.
+  std::sort(victims.begin(), victims.end(),
+            [&](int a, int b) { return ctx.snap.jobs[a].id < ctx.snap.jobs[b].id; });
   for (int v : victims) {
     ctx.condemned[v] = 1;
+    auto& leaving_pos = ctx.victim_order.leaving;
+    const int32_t pos = ctx.victim_order.pos_of[v];
+    leaving_pos.insert(std::lower_bound(leaving_pos.begin(), leaving_pos.end(), pos), pos);
     ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
   }
+  // Hold the free part of the future placement: otherwise lower-ranked jobs take those GPUs
+  // while the victims are in their grace period, and the job must preempt again (a livelock).
+  ctx.state.hold_free(future);
   ctx.wait(job, Stage::Preemption, WaitCode::AwaitingVictims, static_cast<int64_t>(victims.size()));
   return true;
 }

@@ -42,7 +42,10 @@ double GittinsIndex::index(double attained, double quantum) const {
 }
 
 int tiresias_queue(const SnapshotJob& job, Time now, const TiresiasConfig& cfg) {
-  if (starved(job, now, cfg)) return 0;
+  return starved(job, now, cfg) ? 0 : tiresias_service_queue(job, cfg);
+}
+
+int tiresias_service_queue(const SnapshotJob& job, const TiresiasConfig& cfg) {
   const double attained = gpu_seconds(job.attained_gpu_time);
   int q = 0;
   for (double t : cfg.queue_thresholds) {

@@ -39,6 +39,11 @@ class GittinsIndex {
   std::vector<double> prefix_;  // prefix_[i] = sum of sorted_[0..i)
 };
 
+// The job's queue by attained service alone.
+int tiresias_service_queue(const SnapshotJob& job, const TiresiasConfig& cfg);
+// The queue it is ranked in: queue 0 when starved, else its service queue. Starvation only
+// reorders waiting jobs; preemption compares service queues, so a promoted job never preempts
+// (that would let two jobs promote and preempt each other forever).
 int tiresias_queue(const SnapshotJob& job, Time now, const TiresiasConfig& cfg);
 
 // Indices of the jobs to consider, best first: pending jobs, plus running ones when

@@ -57,10 +57,15 @@ void add_team(Snapshot& snap, const model::Team& team) {
   if (!team.quotas.empty()) {
     t.quota.assign(snap.gpu_models.size() + 1, QuotaEntry{});
     for (const auto& [model_name, q] : team.quotas) {
-      const int key = model_name == model::kAnyGpuModel ? static_cast<int>(snap.gpu_models.size())
-                                                        : intern_gpu_model(snap, model_name);
-      if (key >= static_cast<int>(t.quota.size())) t.quota.resize(key + 1);
-      t.quota[key] = {q.nominal.value(), q.borrowing_limit.value()};
+      // Only models the nodes brought: interning a new one here would shift the "all models"
+      // key and leave earlier teams' quota vectors one entry short. No node can run a job on
+      // a model the snapshot lacks, so its quota has nothing to limit.
+      int key = model_name == model::kAnyGpuModel ? static_cast<int>(snap.gpu_models.size()) : -1;
+      const std::string canonical = model::canonical_accelerator_name(model_name);
+      for (size_t m = 0; key < 0 && m < snap.gpu_models.size(); ++m) {
+        if (snap.gpu_models[m] == canonical) key = static_cast<int>(m);
+      }
+      if (key >= 0) t.quota[key] = {q.nominal.value(), q.borrowing_limit.value()};
     }
   }
   snap.teams.push_back(std::move(t));

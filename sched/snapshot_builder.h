@@ -1,7 +1,7 @@
 // Builds Snapshot pieces from model types: interns GPU model names and racks, turns allowed
 // models into bit masks and quotas into per-model entries. Used by the simulator, the server
 // and tests, so every driver builds snapshots the same way. Add nodes before teams (quotas
-// are resolved against the GPU models the nodes brought).
+// are resolved against the GPU models the nodes brought; quotas for other models are dropped).
 #pragma once
 
 #include <string_view>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/job.h"
+#include "model/node.h"
 #include "util/clock.h"
 #include "util/ids.h"
 #include "util/status.h"
@@ -57,12 +58,51 @@ std::vector<std::string> trace_formats();
 // Loads `path` in `format` ("auto" guesses from the header row), then finalize()s it.
 util::Result<Workload> load_trace(const std::string& format, const std::string& path,
                                   const TraceOptions& opts);
+// The same for a trace held in memory; `name` stands for the file in error messages.
+util::Result<Workload> load_trace_from_text(const std::string& format, std::string text,
+                                            const std::string& name, const TraceOptions& opts);
 
 // Sorts jobs by (submit, trace order), numbers them 1..n, shifts submit times so the first is
 // at 0, and fills runtime limits, priorities and checkpoint intervals the trace lacked.
 void finalize(Workload& w, const TraceOptions& opts);
 
 util::Result<Workload> load_philly(const std::string& path, const TraceOptions& opts);
+
+// Adapters, one per format (docs/trace-formats.md). They return the rows in trace order, not
+// yet finalize()d. Each file form reads `path` and calls its text form, whose `name` stands for
+// the file in "name:line:column: column 'x': ..." errors.
+util::Result<Workload> load_philly_from_text(std::string text, const std::string& name,
+                                             const TraceOptions& opts);
+// Alibaba openb pods (cluster-trace-gpu-v2023 openb_pod_list_*.csv); qos is the team.
+util::Result<Workload> load_alibaba(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_alibaba_from_text(std::string text, const std::string& name,
+                                              const TraceOptions& opts);
+// Alibaba openb nodes (openb_node_list_*.csv), numbered 1..n in file order. Stops at the first
+// bad row: a cluster with a missing node would silently differ from the trace's.
+util::Result<std::vector<model::Node>> load_alibaba_nodes(const std::string& path);
+util::Result<std::vector<model::Node>> load_alibaba_nodes_from_text(std::string text,
+                                                                    const std::string& name);
+// Tiresias (NSDI'19) simulator jobs: job_id, num_gpu, submit_time, ..., model_name, duration.
+util::Result<Workload> load_tiresias(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_tiresias_from_text(std::string text, const std::string& name,
+                                               const TraceOptions& opts);
+// Pollux (OSDI'21) and Sia (SOSP'23) workloads: name, time, application, num_replicas,
+// batch_size. Durations come from the Pollux job profiles (see docs/trace-formats.md).
+util::Result<Workload> load_pollux(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_pollux_from_text(std::string text, const std::string& name,
+                                             const TraceOptions& opts);
+util::Result<Workload> load_sia(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_sia_from_text(std::string text, const std::string& name,
+                                          const TraceOptions& opts);
+// trainyard's generic CSV: submit_time, duration, gpus and optional columns. Jobs come back
+// sorted by submit time (stable) with ids 1..n and depends_on resolved to those ids, which is
+// the numbering finalize() keeps.
+util::Result<Workload> load_csv_trace(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_csv_trace_from_text(std::string text, const std::string& name,
+                                                const TraceOptions& opts);
+// Writes `w` in the generic CSV format with every column, so any workload (a synthetic one,
+// a converted trace) can be saved and loaded back with load_csv_trace.
+std::string format_csv_trace(const Workload& w);
 
 // Adds a row's error to the workload or returns it, per opts.skip_bad_rows.
 util::Status handle_bad_row(Workload& w, const TraceOptions& opts, util::Status error);

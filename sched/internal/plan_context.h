@@ -38,6 +38,17 @@ class FitMemo {
   std::unordered_set<Shape, ShapeHash> failed_;
 };
 
+// Running jobs as preemption candidates, least valuable first (for reclaim the newest start,
+// otherwise the lowest rank; ties by id). The order is fixed for one plan; only who is leaving
+// (preempting, or condemned by this plan) changes. Built by preempt_for() on first use, so
+// that a call walks candidates in order instead of collecting and sorting them each time.
+struct VictimOrder {
+  bool built = false;
+  std::vector<int> jobs;         // job indices of running and preempting jobs
+  std::vector<int32_t> pos_of;   // per job index: position in `jobs`, -1 if not running
+  std::vector<int32_t> leaving;  // positions in `jobs` of leaving jobs, ascending
+};
+
 struct PlanContext {
   PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyTraits& t);
 
@@ -50,7 +61,8 @@ struct PlanContext {
   FitMemo preempt_memo;
   std::vector<int32_t> rank_of;    // per job index; running jobs too for preemptive policies
   std::vector<uint8_t> condemned;  // per job index: chosen as a victim in this plan
-  std::vector<int> started_idx;    // job index of each plan.starts entry
+  VictimOrder victim_order;
+  std::vector<int> started_idx;  // job index of each plan.starts entry
   Plan plan;
 
   PlaceOptions place_options() const { return {.strategy = cfg.placement}; }

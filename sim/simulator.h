@@ -1,0 +1,74 @@
+// Trace-driven discrete-event simulation of one policy on one cluster: jobs arrive, the very
+// same sched::plan() decides, and the simulator applies its starts and preemptions on a
+// virtual clock. A preempted job gets a notice, runs on for the grace period, then loses the
+// work since its last periodic checkpoint and pays a restart delay when it starts again.
+// No globals: several simulations may run in one process. Deterministic for a seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sched/policy_config.h"
+#include "sim/cluster_config.h"
+#include "sim/workload.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace trainyard::sim {
+
+struct SimOptions {
+  sched::PolicyConfig policy;
+  uint64_t seed = 1;
+  util::Duration restart_delay = util::seconds(60);
+  util::Duration grace_period = util::seconds(30);
+  // Run sched::check_plan() after every plan() (slow on large traces; tests turn it on). The
+  // cheap checks — no GPU given twice, gangs whole, capacity — always run as jobs start.
+  bool full_invariant_check = false;
+  // Called about every `progress_every` events with (jobs finished, jobs total, virtual now).
+  std::function<void(int64_t, int64_t, util::Time)> progress;
+  int64_t progress_every = 200000;
+};
+
+struct JobOutcome {
+  util::JobId id;
+  int team = -1;  // index into SimResult::teams
+  int priority = 0;
+  int64_t gpu_milli = 0;  // total GPU share of the job
+  util::Time submit{};
+  util::Time first_start{};
+  util::Time finish{};
+  util::Duration duration{0};  // work it needed
+  int preemptions = 0;
+  util::Duration lost_work{0};  // useful work thrown away by preemptions (wall time)
+  util::Duration restart_overhead{0};
+  int active_teams_at_submit = 1;  // teams with jobs in the system when it arrived
+};
+
+// The cluster state after each batch of same-time events.
+struct TimelinePoint {
+  util::Time time;
+  int64_t allocated_milli;  // GPU share held by running and preempting jobs
+  int32_t pending;
+  int32_t running;
+};
+
+struct SimResult {
+  std::string policy;
+  std::vector<std::string> teams;
+  int64_t capacity_milli = 0;
+  std::vector<JobOutcome> jobs;
+  std::vector<TimelinePoint> timeline;
+  int64_t events = 0;
+  int64_t plan_calls = 0;
+  int64_t unfinished = 0;  // jobs that can never run on this cluster
+  double allocated_gpu_seconds = 0;
+  double wall_seconds = 0;
+};
+
+// Fails only on an unknown policy or a broken invariant (a bug: the message says which).
+util::Result<SimResult> simulate(const Workload& workload, const ClusterConfig& cluster,
+                                 const SimOptions& opts);
+
+}  // namespace trainyard::sim

@@ -1,0 +1,133 @@
+// Pollux (OSDI'21) and Sia (SOSP'23) workloads: name, time, application, num_replicas,
+// batch_size. They carry no durations, so a job's duration is its time to target measured by
+// the Pollux job profiles at its replica count and batch size (table below; derivation in
+// docs/trace-formats.md). Configurations the profiles do not cover are refused, not guessed.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "sim/csv_reader.h"
+#include "sim/trace_common.h"
+#include "sim/workload.h"
+
+namespace trainyard::sim {
+namespace {
+
+// Time to target = iterations x seconds per iteration. Iterations: the last row of the
+// profile's validation-<batch>.csv. Seconds per iteration: step_time at the local batch
+// (batch / replicas, linear between profiled local batches) on the most packed placement of
+// 4-GPU T4 nodes (placements.csv up to 16 GPUs, scalability.csv beyond); local batches above
+// the profiled maximum use gradient accumulation (compute repeated, one sync).
+struct ProfiledRun {
+  std::string_view application;
+  int replicas;
+  int batch;
+  int iterations;
+  double seconds_per_iteration;
+};
+
+// Every configuration in the bundled Pollux (workloads*/) and Sia (philly/) files.
+constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
+    {"bert", 6, 384, 480, 6.2774},  // placement 24, local batch 64 in 6 steps
+    {"bert", 8, 384, 480, 5.1673},  // 44, local batch 48 in 4 steps
+    {"bert", 12, 384, 480, 3.2551},  // 444, local batch 32 in 3 steps
+    {"bert", 16, 384, 480, 2.7810},  // 4444, local batch 24 in 2 steps
+    {"cifar10", 6, 2048, 3178, 0.2685},  // 24, local batch 341
+    {"cifar10", 8, 2048, 3178, 0.2599},  // 44, local batch 256
+    {"cifar10", 12, 4096, 2011, 0.2846},  // 444, local batch 341
+    {"cifar10", 16, 4096, 2011, 0.2235},  // 4444, local batch 256
+    {"deepspeech2", 6, 320, 2264, 1.8181},  // 24, local batch 53
+    {"deepspeech2", 8, 320, 2264, 1.5463},  // 44, local batch 40
+    {"deepspeech2", 12, 640, 1423, 1.7864},  // 444, local batch 53
+    {"imagenet", 10, 1600, 78453, 0.7913},  // 244, local batch 160
+    {"imagenet", 12, 3200, 42123, 1.3587},  // 444, local batch 267 in 2 steps
+    {"imagenet", 14, 3200, 42123, 1.1863},  // 2444, local batch 229 in 2 steps
+    {"imagenet", 24, 3200, 42123, 0.7427},  // 6 nodes x 4, local batch 133
+    {"imagenet", 32, 6400, 23972, 1.0933},  // 8 nodes x 4, local batch 200
+    {"imagenet", 48, 6400, 23972, 0.7857},  // 12 nodes x 4, local batch 133
+    {"ncf", 1, 32768, 1548, 0.0213},  // 1, local batch 32768
+    {"yolov3", 4, 64, 14577, 0.7603},  // 4, local batch 16
+}};
+
+// Gangs are cut as for Philly (8-GPU servers), the node size of trainyard's example clusters.
+constexpr int kGpusPerServer = 8;
+
+struct Columns {
+  int name = 0, time = 0, application = 0, replicas = 0, batch = 0;
+};
+
+util::Result<util::Duration> profiled_duration(const CsvReader& csv, const Columns& c,
+                                               int64_t replicas, int64_t batch) {
+  const std::string_view app = csv.field(c.application);
+  std::string known;
+  for (const ProfiledRun& run : kProfiledRuns) {
+    if (run.application != app) continue;
+    if (run.replicas == replicas && run.batch == batch) {
+      return util::seconds_f(run.iterations * run.seconds_per_iteration);
+    }
+    known += fmt::format("{}{}/{}", known.empty() ? "" : ", ", run.replicas, run.batch);
+  }
+  if (known.empty()) {
+    return csv.error_at(c.application,
+                        fmt::format("no job profile for application '{}'; expected one of bert, "
+                                    "cifar10, deepspeech2, imagenet, ncf, yolov3",
+                                    app));
+  }
+  return csv.error_at(c.replicas, fmt::format("no profiled run of {} with {} replicas and batch "
+                                              "size {}; profiled replicas/batch: {}",
+                                              app, replicas, batch, known));
+}
+
+util::Result<Workload> load_profiled_workload(std::string text, const std::string& name,
+                                              const TraceOptions& opts) {
+  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  TY_RETURN_IF_ERROR(csv.read_header());
+  Columns c;
+  TY_ASSIGN_OR_RETURN(c.name, csv.column("name"));
+  TY_ASSIGN_OR_RETURN(c.time, csv.column("time"));
+  TY_ASSIGN_OR_RETURN(c.application, csv.column("application"));
+  TY_ASSIGN_OR_RETURN(c.replicas, csv.column("num_replicas"));
+  TY_ASSIGN_OR_RETURN(c.batch, csv.column("batch_size"));
+  Workload w;
+  w.source = name;
+  TY_RETURN_IF_ERROR(for_each_row(csv, w, opts, [&]() -> util::Status {
+    TY_ASSIGN_OR_RETURN(const double submit, get_time_seconds(csv, c.time));
+    TY_ASSIGN_OR_RETURN(const int64_t replicas, get_int_in(csv, c.replicas, 1, 4096, "GPUs"));
+    TY_ASSIGN_OR_RETURN(const int64_t batch,
+                        get_int_in(csv, c.batch, 1, 1'000'000'000, "samples"));
+    TraceJob j;
+    TY_ASSIGN_OR_RETURN(j.duration, profiled_duration(csv, c, replicas, batch));
+    j.name = std::string(csv.field(c.name));
+    j.submit = util::from_seconds(submit);
+    j.spec.team = std::string(kDefaultTeam);
+    split_into_workers(replicas, kGpusPerServer, j.spec);
+    w.jobs.push_back(std::move(j));
+    return util::Status::ok();
+  }));
+  return w;
+}
+
+}  // namespace
+
+util::Result<Workload> load_pollux(const std::string& path, const TraceOptions& opts) {
+  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  return load_pollux_from_text(std::move(text), path, opts);
+}
+
+util::Result<Workload> load_pollux_from_text(std::string text, const std::string& name,
+                                             const TraceOptions& opts) {
+  return load_profiled_workload(std::move(text), name, opts);
+}
+
+util::Result<Workload> load_sia(const std::string& path, const TraceOptions& opts) {
+  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  return load_sia_from_text(std::move(text), path, opts);
+}
+
+// Sia replays Pollux's format and profiles (its philly/ files are Pollux's minus ncf).
+util::Result<Workload> load_sia_from_text(std::string text, const std::string& name,
+                                          const TraceOptions& opts) {
+  return load_profiled_workload(std::move(text), name, opts);
+}
+
+}  // namespace trainyard::sim

@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "sim/workload.h"
+#include "tests/sim/trace_test_util.h"
+
+namespace trainyard::sim {
+namespace {
+
+using testing::contains;
+using testing::shared_trace;
+using testing::write_temp;
+
+constexpr const char* kHeader = "name,time,application,num_replicas,batch_size\n";
+
+TEST(SiaTrace, LoadsEveryBundledPhillyWorkload) {
+  for (int i = 1; i <= 8; ++i) {
+    const std::string path = shared_trace("sia-workloads/philly/workload-" + std::to_string(i) +
+                                          ".csv");
+    auto w = load_trace("sia", path, {});
+    ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+    EXPECT_EQ(w->jobs.size(), 160u) << path;
+    EXPECT_EQ(w->skipped_rows, 0);
+    for (const TraceJob& j : w->jobs) EXPECT_GT(j.duration.count(), 0) << j.name;
+  }
+}
+
+TEST(PolluxTrace, LoadsEveryBundledWorkloadAtEveryLoadLevel) {
+  // workloads-<x>/ hold x times the jobs of workloads/ (Pollux Fig. 8b).
+  for (const auto& [dir, jobs] : std::vector<std::pair<std::string, size_t>>{
+           {"workloads", 160}, {"workloads-0.5", 80}, {"workloads-1.5", 240}, {"workloads-2.0", 320}}) {
+    for (int i = 1; i <= 8; ++i) {
+      const std::string path = shared_trace("pollux-workloads/" + dir + "/workload-" +
+                                            std::to_string(i) + ".csv");
+      auto w = load_trace("pollux", path, {});
+      ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+      EXPECT_EQ(w->jobs.size(), jobs) << path;
+    }
+  }
+}
+
+TEST(PolluxTrace, DurationIsTheProfiledTimeToTarget) {
+  // cifar10 at 6 replicas, batch 2048: 3178 iterations x 0.2685 s; ncf: 1548 x 0.0213 s;
+  // imagenet at 48 replicas, batch 6400: 23972 x 0.7857 s (6 workers of 8 GPUs).
+  const std::string path = write_temp("profiled.csv", std::string(kHeader) +
+                                                          "cifar10-0,107,cifar10,6,2048\n"
+                                                          "ncf-2,135,ncf,1,32768\n"
+                                                          "imagenet-9,200,imagenet,48,6400\n");
+  auto w = load_pollux(path, {});
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  ASSERT_EQ(w->jobs.size(), 3u);
+  EXPECT_EQ(w->jobs[0].duration, util::seconds_f(3178 * 0.2685));
+  EXPECT_EQ(w->jobs[0].spec.worker.gpus, 6);
+  EXPECT_EQ(w->jobs[0].name, "cifar10-0");
+  EXPECT_EQ(w->jobs[1].duration, util::seconds_f(1548 * 0.0213));
+  EXPECT_EQ(w->jobs[2].duration, util::seconds_f(23972 * 0.7857));
+  EXPECT_EQ(w->jobs[2].spec.workers, 6);
+  EXPECT_EQ(w->jobs[2].spec.worker.gpus, 8);
+  EXPECT_EQ(w->jobs[2].submit, util::from_seconds(200));
+}
+
+TEST(PolluxTrace, RefusesConfigurationsTheProfilesDoNotCover) {
+  for (const auto& [row, where] : std::vector<std::pair<std::string, std::string>>{
+           {"x-1,10,gpt5,4,64", ":2:3: column 'application': no job profile"},
+           {"x-1,10,cifar10,7,2048", ":2:4: column 'num_replicas': no profiled run"},
+           {"x-1,10,cifar10,0,2048", ":2:4: column 'num_replicas'"},
+           {"x-1,ten,cifar10,6,2048", ":2:2: column 'time'"},
+           {"x-1,10,cifar10,6,-1", ":2:5: column 'batch_size'"},
+       }) {
+    auto w = load_sia(write_temp("bad_sia.csv", kHeader + row + "\n"), {});
+    ASSERT_FALSE(w.is_ok()) << row;
+    EXPECT_TRUE(contains(w.status().message(), "bad_sia.csv" + where));
+  }
+  auto w = load_sia(write_temp("bad_sia.csv", std::string(kHeader) + "a,1,cifar10,7,2048\n" +
+                                                  "b,2,cifar10,8,2048\n"),
+                    {.skip_bad_rows = true});
+  ASSERT_TRUE(w.is_ok());
+  EXPECT_EQ(w->skipped_rows, 1);
+  EXPECT_EQ(w->jobs.size(), 1u);
+}
+
+TEST(PolluxTrace, ListsTheProfiledConfigurationsInItsError) {
+  auto w = load_pollux(write_temp("bad.csv", std::string(kHeader) + "a,1,bert,7,384\n"), {});
+  ASSERT_FALSE(w.is_ok());
+  EXPECT_TRUE(contains(w.status().message(), "6/384, 8/384, 12/384, 16/384"));
+}
+
+}  // namespace
+}  // namespace trainyard::sim
