@@ -313,9 +313,9 @@ bool scan(const SnapshotJob& job, const ClusterState& state, bool pack, const No
   return search.best.node >= 0;
 }
 
-// The spot a full scan would choose for a job's only worker, found by scanning only the nodes
-// that can hold it (MIG) or by stopping at a spot no later one beats (fractional). False when
-// no spot was found or the request is CPU-only; the full scan then decides and names the filter.
+// What a full scan would find for a job's only worker, found by scanning only the nodes that
+// can hold it (MIG) or by stopping at a spot no later one beats (fractional). False when it
+// cannot tell (CPU-only, or no MIG spot: the full scan then decides and names the filter).
 bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state, bool pack,
                              WorkerSearch& search) {
   const model::WorkerRequest& w = job.worker;
@@ -325,13 +325,17 @@ bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state, 
   const int64_t milli = w.gpu_milli.value();
   if (milli <= 0) return false;
   // Spread: a whole free GPU leaves the most, so the first one found wins.
-  if (!pack) return scan(job, state, pack, all, kMilliPerGpu - milli, search);
+  if (!pack) {
+    scan(job, state, pack, all, kMilliPerGpu - milli, search);
+    return true;  // stopped at a whole GPU, or scanned every node
+  }
   // Pack: any fitting shared GPU scores above every whole one (which all score `milli`), and
   // shared GPUs lie only on shared_gpu_nodes(); without one, the first whole GPU wins.
   scan(job, state, pack, state.shared_gpu_nodes(), kNoBound, search);
   if (search.best.node >= 0 && search.best.score > milli) return true;
   search = {};
-  return scan(job, state, pack, all, milli, search);
+  scan(job, state, pack, all, milli, search);
+  return true;  // stopped at the first whole GPU, or scanned every node
 }
 
 // The workers of a fractional-GPU, MIG or CPU-only job, one at a time, each on the best-scoring

@@ -54,6 +54,47 @@ int tiresias_service_queue(const SnapshotJob& job, const TiresiasConfig& cfg) {
   return q;
 }
 
+namespace {
+
+// Sorted order of `keyed` when it was built in arrival order and only `major` (a few distinct
+// values) varies: a stable bucketing by major is then the full sort, in linear time.
+bool rank_by_buckets(const std::vector<std::pair<RankKey, int>>& keyed, std::vector<int>* out) {
+  constexpr size_t kMaxBuckets = 16;
+  std::vector<int64_t> majors;
+  for (const auto& entry : keyed) {
+    if (entry.first.minor != 0) return false;
+    if (std::find(majors.begin(), majors.end(), entry.first.major) == majors.end()) {
+      if (majors.size() == kMaxBuckets) return false;
+      majors.push_back(entry.first.major);
+    }
+  }
+  std::sort(majors.begin(), majors.end());
+  out->reserve(keyed.size());
+  for (int64_t m : majors) {
+    for (const auto& [key, idx] : keyed) {
+      if (key.major == m) out->push_back(idx);
+    }
+  }
+  return true;
+}
+
+// The hint, if it lists every job exactly in (submitted, id) order; else empty.
+const std::vector<int32_t>* valid_arrival_order(const Snapshot& snap) {
+  const auto& order = snap.arrival_order;
+  if (order.size() != snap.jobs.size()) return nullptr;
+  for (size_t n = 0; n < order.size(); ++n) {
+    if (order[n] < 0 || static_cast<size_t>(order[n]) >= snap.jobs.size()) return nullptr;
+    if (n > 0) {
+      const SnapshotJob& a = snap.jobs[order[n - 1]];
+      const SnapshotJob& b = snap.jobs[order[n]];
+      if (a.submitted > b.submitted || (a.submitted == b.submitted && !(a.id < b.id))) return nullptr;
+    }
+  }
+  return &order;
+}
+
+}  // namespace
+
 std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueOrderKind order,
                            bool include_running) {
   std::optional<GittinsIndex> gittins;
@@ -61,9 +102,11 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
     gittins.emplace(cfg.tiresias.gittins_prior);
   }
   const auto& thresholds = cfg.tiresias.queue_thresholds;
+  const std::vector<int32_t>* arrival = valid_arrival_order(snap);
   std::vector<std::pair<RankKey, int>> keyed;
   keyed.reserve(snap.jobs.size());
-  for (size_t i = 0; i < snap.jobs.size(); ++i) {
+  for (size_t n = 0; n < snap.jobs.size(); ++n) {
+    const size_t i = arrival ? static_cast<size_t>((*arrival)[n]) : n;
     const SnapshotJob& job = snap.jobs[i];
     if (job.is_running() && !include_running) continue;
     RankKey key{.submitted = job.submitted, .id = job.id};
@@ -91,8 +134,9 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
     }
     keyed.emplace_back(key, static_cast<int>(i));
   }
-  std::sort(keyed.begin(), keyed.end());
   std::vector<int> out;
+  if (arrival && rank_by_buckets(keyed, &out)) return out;
+  std::sort(keyed.begin(), keyed.end());
   out.reserve(keyed.size());
   for (const auto& [key, idx] : keyed) out.push_back(idx);
   return out;

@@ -96,6 +96,10 @@ struct Snapshot {
   std::vector<SnapshotNode> nodes;
   std::vector<SnapshotTeam> teams;
   std::vector<SnapshotJob> jobs;  // pending, running and preempting; finished jobs are dropped
+  // Optional hint: every index of `jobs`, ordered by (submitted, id). Drivers that keep it let
+  // plan() rank a long queue in linear time; plan() checks it as it reads and sorts instead
+  // when it is missing or wrong, so a stale hint costs time, never correctness.
+  std::vector<int32_t> arrival_order;
 };
 
 }  // namespace trainyard::sched

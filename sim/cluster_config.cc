@@ -13,6 +13,11 @@
 namespace trainyard::sim {
 namespace {
 
+// Most nodes a cluster file may describe: far above real clusters (Philly ~550 servers, the
+// Alibaba openb trace 1,523 nodes), low enough that a typo ("nodes: 1000000" in several pools)
+// is an error instead of gigabytes of nodes.
+constexpr int64_t kMaxClusterNodes = 100'000;
+
 class Parser {
  public:
   explicit Parser(std::string file) : file_(std::move(file)) {}
@@ -89,6 +94,13 @@ class Parser {
     return model::canonical_accelerator_name(name);
   }
 
+  util::Status room_for_nodes(const YAML::Node& at, const ClusterConfig& out, int64_t more) const {
+    const int64_t total = static_cast<int64_t>(out.nodes.size()) + more;
+    if (total <= kMaxClusterNodes) return util::Status::ok();
+    return error(at, fmt::format("the cluster would have {} nodes; at most {} are supported", total,
+                                 kMaxClusterNodes));
+  }
+
   // Node fields shared by pools and explicit nodes.
   util::Status node_fields(const YAML::Node& n, model::Node& node) const {
     if (n["cpu"]) {
@@ -134,7 +146,8 @@ class Parser {
       pool.kind = *k;
     }
     if (!p["nodes"]) return error(p, fmt::format("pool '{}' needs nodes: <count>", pool.name));
-    TY_ASSIGN_OR_RETURN(const int64_t count, integer(p["nodes"], "nodes", 0, 1000000));
+    TY_ASSIGN_OR_RETURN(const int64_t count, integer(p["nodes"], "nodes", 0, kMaxClusterNodes));
+    TY_RETURN_IF_ERROR(room_for_nodes(p["nodes"], out, count));
     pool.max_nodes = static_cast<int>(count);
     if (p["minNodes"]) {
       TY_ASSIGN_OR_RETURN(const int64_t mn, integer(p["minNodes"], "minNodes", 0, count));
@@ -180,6 +193,7 @@ class Parser {
   }
 
   util::Status node(const YAML::Node& n, ClusterConfig& out) {
+    TY_RETURN_IF_ERROR(room_for_nodes(n, out, 1));
     TY_RETURN_IF_ERROR(only_keys(
         n, "a node", {"name", "gpu", "gpus", "cpu", "memory", "mig", "rack", "labels", "pool"}));
     model::Node node;

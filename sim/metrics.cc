@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <queue>
 
 #include "model/job.h"
 #include "model/quantity.h"
@@ -23,6 +24,50 @@ double mean(const std::vector<double>& v) {
 }
 
 }  // namespace
+
+std::vector<double> isolated_completion_times(const SimResult& r) {
+  std::vector<std::vector<size_t>> by_team(r.teams.size());
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    if (r.jobs[i].team >= 0) by_team[r.jobs[i].team].push_back(i);
+  }
+  double total_weight = 0;
+  for (size_t t = 0; t < by_team.size(); ++t) {
+    if (!by_team[t].empty()) total_weight += r.team_weights[t];
+  }
+  std::vector<double> t_iso(r.jobs.size(), 0.0);
+  for (size_t i = 0; i < r.jobs.size(); ++i) t_iso[i] = util::to_seconds(r.jobs[i].duration);
+  for (size_t t = 0; t < by_team.size(); ++t) {
+    if (by_team[t].empty() || total_weight <= 0) continue;
+    const double slice = std::max(
+        1.0, static_cast<double>(r.capacity_milli) * r.team_weights[t] / total_weight);
+    // Strict FIFO list scheduling on `slice` milli-GPUs; a job larger than the slice takes all of
+    // it for proportionally longer.
+    std::sort(by_team[t].begin(), by_team[t].end(), [&](size_t a, size_t b) {
+      return r.jobs[a].submit != r.jobs[b].submit ? r.jobs[a].submit < r.jobs[b].submit : a < b;
+    });
+    using End = std::pair<double, double>;  // (end time, milli held)
+    std::priority_queue<End, std::vector<End>, std::greater<>> running;
+    double free = slice, last_start = 0;
+    for (size_t i : by_team[t]) {
+      const JobOutcome& j = r.jobs[i];
+      const double milli = static_cast<double>(j.gpu_milli);
+      if (milli <= 0) continue;
+      const double need = std::min(milli, slice);
+      const double dur = util::to_seconds(j.duration) * std::max(1.0, milli / slice);
+      double start = std::max(util::to_seconds(j.submit), last_start);
+      while (free < need - 1e-9 && !running.empty()) {
+        start = std::max(start, running.top().first);
+        free += running.top().second;
+        running.pop();
+      }
+      last_start = start;
+      running.emplace(start + dur, need);
+      free -= need;
+      t_iso[i] = start + dur - util::to_seconds(j.submit);
+    }
+  }
+  return t_iso;
+}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -57,15 +102,15 @@ Summary summarize(const SimResult& r) {
   util::Time first = r.jobs.front().submit, last = r.jobs.front().finish;
   double work_gpu_s = 0, lost_gpu_s = 0, preemptions = 0;
   const double capacity_gpus = static_cast<double>(r.capacity_milli) / model::kMilliPerGpu;
-  for (const JobOutcome& j : r.jobs) {
+  const std::vector<double> t_iso = isolated_completion_times(r);
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const JobOutcome& j = r.jobs[i];
     const double t = util::to_seconds(j.finish - j.submit);
     const double dur = util::to_seconds(j.duration);
     const double gpus = static_cast<double>(j.gpu_milli) / model::kMilliPerGpu;
     jct.push_back(t);
     queue.push_back(util::to_seconds(j.first_start - j.submit));
-    const double fair_share = capacity_gpus / std::max(1, j.active_teams_at_submit);
-    const double t_iso = dur * std::max(1.0, fair_share > 0 ? gpus / fair_share : 1.0);
-    const double ftf = t_iso > 0 ? t / t_iso : 1.0;
+    const double ftf = t_iso[i] > 0 ? t / t_iso[i] : 1.0;
     rho.push_back(ftf);
     by_class[priority_class_name(j.priority)].push_back(t);
     if (j.team >= 0) {
@@ -96,7 +141,7 @@ Summary summarize(const SimResult& r) {
   std::vector<double> team_means;
   for (size_t t = 0; t < r.teams.size(); ++t) {
     if (team_rho[t].empty()) continue;
-    team_means.push_back(mean(team_rho[t]));
+    team_means.push_back(std::max(1.0, mean(team_rho[t])));
     s.avg_jct_by_team[r.teams[t]] = mean(team_jct[t]);
   }
   s.jain_teams = jain_index(team_means);

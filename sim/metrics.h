@@ -1,10 +1,12 @@
 // Summary metrics of one simulation, the standard ones of the GPU-scheduling literature:
 // job completion time (JCT) average and percentiles, queueing delay, makespan, GPU allocation,
-// preemptions and the GPU-hours they cost, and fairness. Fairness uses finish-time fairness
-// (Themis, NSDI'20): rho = JCT / T_iso, with T_iso the job's duration stretched when it asks for
-// more than an equal 1/N share of the cluster (N = teams with jobs in the system when it
-// arrived); we report the worst rho, the share of jobs with rho > 1, and Jain's index over the
-// teams' mean rho (1 = every team equally well served).
+// preemptions and the GPU-hours they cost, and fairness between teams. Fairness is Themis's
+// finish-time fairness (NSDI'20), rho = JCT / T_iso, where T_iso is the job's completion time
+// had its team run alone, first come first served, on an independent cluster of its weighted
+// share of the GPUs (N = teams with jobs in the workload). rho > 1: the shared cluster served the
+// job worse than the team's fair slice would have. We report the worst rho, the share of jobs
+// with rho > 1, and Jain's index over teams of max(1, the team's mean rho): 1 when no team is
+// served worse than its slice, lower the more unequally teams are short-changed.
 #pragma once
 
 #include <map>
@@ -39,5 +41,7 @@ struct Summary {
 Summary summarize(const SimResult& r);
 double percentile(std::vector<double> values, double p);  // p in [0, 100]; nearest-rank
 double jain_index(const std::vector<double>& values);
+// T_iso of every job of `r.jobs` (same order), in seconds.
+std::vector<double> isolated_completion_times(const SimResult& r);
 
 }  // namespace trainyard::sim

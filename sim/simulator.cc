@@ -57,7 +57,6 @@ class Simulation {
     }
     occupancy_.emplace(snap_);
     traits_ = *sched::find_policy(opts_.policy.name);
-    team_jobs_.assign(snap_.teams.size(), 0);
     jobs_.resize(w.jobs.size());
     for (size_t i = 0; i < w.jobs.size(); ++i) {
       SimJob& j = jobs_[i];
@@ -82,7 +81,10 @@ class Simulation {
   util::Result<SimResult> run() {
     SimResult r;
     r.policy = opts_.policy.name;
-    for (const auto& t : snap_.teams) r.teams.push_back(t.name);
+    for (const auto& t : snap_.teams) {
+      r.teams.push_back(t.name);
+      r.team_weights.push_back(t.weight);
+    }
     r.capacity_milli = occupancy_->capacity_milli();
     while (!events_.empty()) {
       const Time now = events_.top().time;
@@ -140,14 +142,13 @@ class Simulation {
     sj.remaining = j.trace->duration;
     sj.waiting_on = first_unfinished_dependency(idx);
     snap_.jobs.push_back(std::move(sj));
+    snap_.arrival_order.push_back(j.snap_idx);  // arrivals come in (submit, id) order
     index_of_id_.push_back(idx);
     ++pending_;
     if (j.trace->spec.worker.gpus == 0 && j.trace->spec.worker.gpu_milli.value() == 0 &&
         j.trace->spec.worker.mig_profile.empty()) {
       ++cpu_only_pending_;
     }
-    if (j.outcome.team >= 0 && team_jobs_[j.outcome.team]++ == 0) ++active_teams_;
-    j.outcome.active_teams_at_submit = std::max(1, active_teams_);
   }
 
   util::JobId first_unfinished_dependency(int32_t idx) const {
@@ -179,7 +180,6 @@ class Simulation {
     j.phase = Phase::Done;
     j.outcome.finish = now;
     ++finished_;
-    if (j.outcome.team >= 0 && --team_jobs_[j.outcome.team] == 0) --active_teams_;
     remove_from_snapshot(j);
     for (int32_t d : j.dependents) {
       if (jobs_[d].phase == Phase::Pending) snap_.jobs[jobs_[d].snap_idx].waiting_on = first_unfinished_dependency(d);
@@ -210,6 +210,9 @@ class Simulation {
   void remove_from_snapshot(SimJob& j) {
     const int at = j.snap_idx;
     const int last = static_cast<int>(snap_.jobs.size()) - 1;
+    auto& order = snap_.arrival_order;
+    order.erase(std::find(order.begin(), order.end(), at));
+    if (at != last) *std::find(order.begin(), order.end(), last) = at;
     if (at != last) {
       snap_.jobs[at] = std::move(snap_.jobs[last]);
       index_of_id_[at] = index_of_id_[last];
@@ -293,12 +296,10 @@ class Simulation {
   sched::PolicyTraits traits_{};
   std::vector<SimJob> jobs_;
   std::vector<int32_t> index_of_id_;  // snapshot position -> job index
-  std::vector<int32_t> team_jobs_;
   EventQueue events_;
   int32_t pending_ = 0;
   int32_t running_ = 0;
   int32_t cpu_only_pending_ = 0;
-  int active_teams_ = 0;
   int64_t finished_ = 0;
   uint32_t replan_generation_ = 0;
   Time last_time_{};

@@ -43,7 +43,6 @@ struct JobOutcome {
   int preemptions = 0;
   util::Duration lost_work{0};  // useful work thrown away by preemptions (wall time)
   util::Duration restart_overhead{0};
-  int active_teams_at_submit = 1;  // teams with jobs in the system when it arrived
 };
 
 // The cluster state after each batch of same-time events.
@@ -57,6 +56,7 @@ struct TimelinePoint {
 struct SimResult {
   std::string policy;
   std::vector<std::string> teams;
+  std::vector<double> team_weights;  // fair-share weights, per team
   int64_t capacity_milli = 0;
   std::vector<JobOutcome> jobs;
   std::vector<TimelinePoint> timeline;

@@ -49,8 +49,8 @@ util::Status check_options(const SyntheticOptions& o) {
   double total = 0;
   for (const auto& m : o.gpu_mix) {
     if (m.gpus < 1 || m.gpus > 4096 || !(m.share >= 0))
-      return bad(fmt::format("gpu_mix entry {{{}, {}}} needs 1..4096 GPUs and a share >= 0",
-                             m.gpus, m.share));
+      return bad(fmt::format("gpu_mix entry {{{}, {}}} needs 1..4096 GPUs and a share >= 0", m.gpus,
+                             m.share));
     total += m.share;
   }
   if (!(total > 0)) return bad("gpu_mix shares sum to 0");

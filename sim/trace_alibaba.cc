@@ -92,6 +92,12 @@ util::Result<util::Duration> pod_run_time(const CsvReader& csv, const PodColumns
                                                 "deletion_time >= {}",
                                                 deleted, start_name, start, start_name));
   }
+  if (run > kMaxTraceDurationSeconds) {
+    return csv.error_at(c.deletion,
+                        fmt::format("the pod runs {} s ({} - {}); expected at most "
+                                    "{:g} s",
+                                    run, deleted, start_name, kMaxTraceDurationSeconds));
+  }
   return util::seconds_f(run > 0 ? run : 1.0);
 }
 
@@ -104,8 +110,8 @@ util::Status parse_pod(const CsvReader& csv, const PodColumns& c, Workload& w) {
   j.spec.worker.memory = model::mib(mem);
   TY_RETURN_IF_ERROR(set_gpu_request(csv, c, j.spec.worker));
   TY_ASSIGN_OR_RETURN(const std::vector<std::string> models, split_list(csv, c.gpu_spec));
-  for (const auto& m : models) j.spec.allowed_gpu_models.push_back(
-      model::canonical_accelerator_name(m));
+  for (const auto& m : models)
+    j.spec.allowed_gpu_models.push_back(model::canonical_accelerator_name(m));
   j.spec.team = std::string(csv.field(c.qos));
   if (j.spec.team.empty()) return csv.error_at(c.qos, "the qos class (the team) is empty");
   TY_ASSIGN_OR_RETURN(const double created, get_time_seconds(csv, c.creation));

@@ -73,7 +73,8 @@ util::Result<std::vector<model::Node>> load_alibaba_nodes_from_text(std::string 
     n.id = util::NodeId(static_cast<int64_t>(nodes.size()) + 1);
     nodes.push_back(std::move(n));
   }
-  if (nodes.empty()) return util::invalid_argument(fmt::format("{}: the file lists no nodes", name));
+  if (nodes.empty())
+    return util::invalid_argument(fmt::format("{}: the file lists no nodes", name));
   return nodes;
 }
 

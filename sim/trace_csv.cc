@@ -59,7 +59,8 @@ class GenericCsvLoader {
   std::string_view cell(CsvColumn c) const { return csv_.field(col_[c]); }
   bool given(CsvColumn c) const { return col_[c] >= 0 && !cell(c).empty(); }
   util::Status parse_gpu_form(model::WorkerRequest& worker) const;
-  util::Status parse_options(TraceJob& j) const;
+  util::Status parse_resources(model::JobSpec& s) const;
+  util::Status parse_policy(TraceJob& j) const;
   util::Status parse_dependencies(TraceJob& j) const;
   util::Result<size_t> find_reference(std::string_view ref) const;
   util::Status register_row(const TraceJob& j);
@@ -100,16 +101,18 @@ util::Status GenericCsvLoader::parse_gpu_form(model::WorkerRequest& worker) cons
     TY_ASSIGN_OR_RETURN(const int64_t milli,
                         get_int_in(csv_, col_[kGpuMilli], 0, 999, "milli-GPUs (a share of one)"));
     if (milli > 0 && gpus > 0) {
-      return csv_.error_at(col_[kGpuMilli], "a worker takes whole GPUs (gpus) or a share of one "
-                                            "(gpu_milli), not both; set gpus to 0");
+      return csv_.error_at(col_[kGpuMilli],
+                           "a worker takes whole GPUs (gpus) or a share of one "
+                           "(gpu_milli), not both; set gpus to 0");
     }
     worker.gpu_milli = model::GpuMilli(milli);
   }
   if (given(kMigProfile)) {
     const std::string_view profile = cell(kMigProfile);
     if (gpus > 0 || worker.gpu_milli.value() > 0) {
-      return csv_.error_at(col_[kMigProfile], "a worker takes one MIG instance or GPUs, not "
-                                              "both; set gpus and gpu_milli to 0");
+      return csv_.error_at(col_[kMigProfile],
+                           "a worker takes one MIG instance or GPUs, not "
+                           "both; set gpus and gpu_milli to 0");
     }
     if (!is_known_mig_profile(profile)) {
       return csv_.error_at(col_[kMigProfile],
@@ -122,25 +125,16 @@ util::Status GenericCsvLoader::parse_gpu_form(model::WorkerRequest& worker) cons
   return util::Status::ok();
 }
 
-util::Status GenericCsvLoader::parse_options(TraceJob& j) const {
-  model::JobSpec& s = j.spec;
+util::Status GenericCsvLoader::parse_resources(model::JobSpec& s) const {
   if (given(kWorkers)) {
-    TY_ASSIGN_OR_RETURN(const int64_t n, get_int_in(csv_, col_[kWorkers], 1, kMaxWorkers, "workers"));
+    TY_ASSIGN_OR_RETURN(const int64_t n,
+                        get_int_in(csv_, col_[kWorkers], 1, kMaxWorkers, "workers"));
     s.workers = static_cast<int>(n);
-  }
-  s.team = given(kTeam) ? std::string(cell(kTeam)) : std::string(kDefaultTeam);
-  if (given(kPriority)) {
-    TY_ASSIGN_OR_RETURN(const int64_t p,
-                        get_int_in(csv_, col_[kPriority], -kMaxPriority, kMaxPriority, ""));
-    s.priority = static_cast<int>(p);
-    s.priority_class = p >= model::kPriorityHigh     ? "high"
-                       : p >= model::kPriorityNormal ? "normal"
-                                                     : "low";
-    j.has_priority = true;
   }
   if (given(kGpuModel)) {
     TY_ASSIGN_OR_RETURN(const auto models, split_list(csv_, col_[kGpuModel]));
-    for (const auto& m : models) s.allowed_gpu_models.push_back(model::canonical_accelerator_name(m));
+    for (const auto& m : models)
+      s.allowed_gpu_models.push_back(model::canonical_accelerator_name(m));
   }
   if (given(kCpu)) {
     auto cpu = model::parse_cpu(cell(kCpu));
@@ -151,6 +145,21 @@ util::Status GenericCsvLoader::parse_options(TraceJob& j) const {
     auto mem = model::parse_bytes(cell(kMemory));
     if (!mem.is_ok()) return csv_.error_at(col_[kMemory], mem.status().message());
     s.worker.memory = *mem;
+  }
+  return util::Status::ok();
+}
+
+util::Status GenericCsvLoader::parse_policy(TraceJob& j) const {
+  model::JobSpec& s = j.spec;
+  s.team = given(kTeam) ? std::string(cell(kTeam)) : std::string(kDefaultTeam);
+  if (given(kPriority)) {
+    TY_ASSIGN_OR_RETURN(const int64_t p, get_int_in(csv_, col_[kPriority], -kMaxPriority,
+                                                    kMaxPriority, "(higher runs first)"));
+    s.priority = static_cast<int>(p);
+    s.priority_class = p >= model::kPriorityHigh     ? "high"
+                       : p >= model::kPriorityNormal ? "normal"
+                                                     : "low";
+    j.has_priority = true;
   }
   if (given(kRuntimeLimit)) {
     // Up to the time bound, not the duration bound: finalize()'s rounded limits reach twice
@@ -219,8 +228,8 @@ util::Status GenericCsvLoader::register_row(const TraceJob& j) {
   if (given(kId)) {
     const std::string id(cell(kId));
     if (auto it = by_id_.find(id); it != by_id_.end()) {
-      return csv_.error_at(col_[kId], fmt::format("id '{}' is already used on line {}", id,
-                                                  lines_[it->second]));
+      return csv_.error_at(
+          col_[kId], fmt::format("id '{}' is already used on line {}", id, lines_[it->second]));
     }
     by_id_.emplace(id, idx);
   }
@@ -244,7 +253,8 @@ util::Status GenericCsvLoader::parse_row() {
     j.name = std::string(cell(kId));
   }
   TY_RETURN_IF_ERROR(parse_gpu_form(j.spec.worker));
-  TY_RETURN_IF_ERROR(parse_options(j));
+  TY_RETURN_IF_ERROR(parse_resources(j.spec));
+  TY_RETURN_IF_ERROR(parse_policy(j));
   TY_RETURN_IF_ERROR(parse_dependencies(j));
   TY_RETURN_IF_ERROR(register_row(j));
   w_.jobs.push_back(std::move(j));

@@ -29,10 +29,11 @@ enum CsvColumn : int {
 };
 
 inline constexpr std::array<std::string_view, kCsvColumnCount> kCsvColumns = {
-    "id",          "name",     "submit_time", "duration",      "workers",
-    "gpus",        "gpu_milli", "mig_profile", "cpu",           "memory",
-    "team",        "priority", "gpu_model",   "runtime_limit", "preemptible",
-    "checkpoint_interval",     "depends_on",
+    "id",         "name",          "submit_time", "duration",
+    "workers",    "gpus",          "gpu_milli",   "mig_profile",
+    "cpu",        "memory",        "team",        "priority",
+    "gpu_model",  "runtime_limit", "preemptible", "checkpoint_interval",
+    "depends_on",
 };
 
 }  // namespace trainyard::sim

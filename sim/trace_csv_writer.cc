@@ -44,11 +44,12 @@ std::string joined(const std::vector<std::string>& items) {
 std::string job_row(const TraceJob& j, int64_t id) {
   const model::JobSpec& s = j.spec;
   std::string deps;
-  for (util::JobId d : s.depends_on) deps += fmt::format("{}{}", deps.empty() ? "" : "|", d.value());
+  for (util::JobId d : s.depends_on)
+    deps += fmt::format("{}{}", deps.empty() ? "" : "|", d.value());
   return fmt::format(
       "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", id, cell(j.name),
-      format_seconds(j.submit - util::kEpoch), format_seconds(j.duration), s.workers,
-      s.worker.gpus, s.worker.gpu_milli.value() > 0 ? fmt::format("{}", s.worker.gpu_milli.value()) : "",
+      format_seconds(j.submit - util::kEpoch), format_seconds(j.duration), s.workers, s.worker.gpus,
+      s.worker.gpu_milli.value() > 0 ? fmt::format("{}", s.worker.gpu_milli.value()) : "",
       cell(s.worker.mig_profile),
       s.worker.cpu.value() > 0 ? fmt::format("{}m", s.worker.cpu.value()) : "",
       s.worker.memory.value() > 0 ? model::format_bytes(s.worker.memory) : "", cell(s.team),

@@ -28,25 +28,25 @@ struct ProfiledRun {
 
 // Every configuration in the bundled Pollux (workloads*/) and Sia (philly/) files.
 constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
-    {"bert", 6, 384, 480, 6.2774},  // placement 24, local batch 64 in 6 steps
-    {"bert", 8, 384, 480, 5.1673},  // 44, local batch 48 in 4 steps
-    {"bert", 12, 384, 480, 3.2551},  // 444, local batch 32 in 3 steps
-    {"bert", 16, 384, 480, 2.7810},  // 4444, local batch 24 in 2 steps
-    {"cifar10", 6, 2048, 3178, 0.2685},  // 24, local batch 341
-    {"cifar10", 8, 2048, 3178, 0.2599},  // 44, local batch 256
-    {"cifar10", 12, 4096, 2011, 0.2846},  // 444, local batch 341
-    {"cifar10", 16, 4096, 2011, 0.2235},  // 4444, local batch 256
-    {"deepspeech2", 6, 320, 2264, 1.8181},  // 24, local batch 53
-    {"deepspeech2", 8, 320, 2264, 1.5463},  // 44, local batch 40
+    {"bert", 6, 384, 480, 6.2774},           // placement 24, local batch 64 in 6 steps
+    {"bert", 8, 384, 480, 5.1673},           // 44, local batch 48 in 4 steps
+    {"bert", 12, 384, 480, 3.2551},          // 444, local batch 32 in 3 steps
+    {"bert", 16, 384, 480, 2.7810},          // 4444, local batch 24 in 2 steps
+    {"cifar10", 6, 2048, 3178, 0.2685},      // 24, local batch 341
+    {"cifar10", 8, 2048, 3178, 0.2599},      // 44, local batch 256
+    {"cifar10", 12, 4096, 2011, 0.2846},     // 444, local batch 341
+    {"cifar10", 16, 4096, 2011, 0.2235},     // 4444, local batch 256
+    {"deepspeech2", 6, 320, 2264, 1.8181},   // 24, local batch 53
+    {"deepspeech2", 8, 320, 2264, 1.5463},   // 44, local batch 40
     {"deepspeech2", 12, 640, 1423, 1.7864},  // 444, local batch 53
-    {"imagenet", 10, 1600, 78453, 0.7913},  // 244, local batch 160
-    {"imagenet", 12, 3200, 42123, 1.3587},  // 444, local batch 267 in 2 steps
-    {"imagenet", 14, 3200, 42123, 1.1863},  // 2444, local batch 229 in 2 steps
-    {"imagenet", 24, 3200, 42123, 0.7427},  // 6 nodes x 4, local batch 133
-    {"imagenet", 32, 6400, 23972, 1.0933},  // 8 nodes x 4, local batch 200
-    {"imagenet", 48, 6400, 23972, 0.7857},  // 12 nodes x 4, local batch 133
-    {"ncf", 1, 32768, 1548, 0.0213},  // 1, local batch 32768
-    {"yolov3", 4, 64, 14577, 0.7603},  // 4, local batch 16
+    {"imagenet", 10, 1600, 78453, 0.7913},   // 244, local batch 160
+    {"imagenet", 12, 3200, 42123, 1.3587},   // 444, local batch 267 in 2 steps
+    {"imagenet", 14, 3200, 42123, 1.1863},   // 2444, local batch 229 in 2 steps
+    {"imagenet", 24, 3200, 42123, 0.7427},   // 6 nodes x 4, local batch 133
+    {"imagenet", 32, 6400, 23972, 1.0933},   // 8 nodes x 4, local batch 200
+    {"imagenet", 48, 6400, 23972, 0.7857},   // 12 nodes x 4, local batch 133
+    {"ncf", 1, 32768, 1548, 0.0213},         // 1, local batch 32768
+    {"yolov3", 4, 64, 14577, 0.7603},        // 4, local batch 16
 }};
 
 // Gangs are cut as for Philly (8-GPU servers), the node size of trainyard's example clusters.
@@ -93,8 +93,7 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
   TY_RETURN_IF_ERROR(for_each_row(csv, w, opts, [&]() -> util::Status {
     TY_ASSIGN_OR_RETURN(const double submit, get_time_seconds(csv, c.time));
     TY_ASSIGN_OR_RETURN(const int64_t replicas, get_int_in(csv, c.replicas, 1, 4096, "GPUs"));
-    TY_ASSIGN_OR_RETURN(const int64_t batch,
-                        get_int_in(csv, c.batch, 1, 1'000'000'000, "samples"));
+    TY_ASSIGN_OR_RETURN(const int64_t batch, get_int_in(csv, c.batch, 1, 1'000'000'000, "samples"));
     TraceJob j;
     TY_ASSIGN_OR_RETURN(j.duration, profiled_duration(csv, c, replicas, batch));
     j.name = std::string(csv.field(c.name));

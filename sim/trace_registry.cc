@@ -9,8 +9,7 @@
 namespace trainyard::sim {
 namespace {
 
-using TextLoader = util::Result<Workload> (*)(std::string, const std::string&,
-                                              const TraceOptions&);
+using TextLoader = util::Result<Workload> (*)(std::string, const std::string&, const TraceOptions&);
 
 struct TraceFormat {
   std::string_view name;

@@ -160,6 +160,51 @@ TEST(Simulator, UnknownPolicyIsAnError) {
   EXPECT_NE(r.status().message().find("fifo, backfill"), std::string::npos);
 }
 
+TEST(Metrics, IsolatedTimeIsFifoOnTheTeamsWeightedSlice) {
+  SimResult r;
+  r.teams = {"a", "b", "idle"};
+  r.team_weights = {1, 1, 5};  // "idle" has no jobs: it takes no slice
+  r.capacity_milli = 2000;
+  auto job = [](int team, double submit, double dur, int64_t milli) {
+    JobOutcome j;
+    j.team = team;
+    j.submit = util::from_seconds(submit);
+    j.duration = util::seconds_f(dur);
+    j.gpu_milli = milli;
+    return j;
+  };
+  r.jobs = {job(0, 0, 100, 1000), job(0, 0, 100, 1000), job(0, 50, 100, 1000), job(1, 0, 100, 2000)};
+  const auto t = isolated_completion_times(r);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_DOUBLE_EQ(t[0], 100);  // team a has 1 GPU: its jobs run one after another
+  EXPECT_DOUBLE_EQ(t[1], 200);
+  EXPECT_DOUBLE_EQ(t[2], 250);  // submitted at 50, starts at 200
+  EXPECT_DOUBLE_EQ(t[3], 200);  // 2 GPUs on a 1-GPU slice: twice as long
+}
+
+TEST(Metrics, FairnessFiguresFromRho) {
+  SimResult r;
+  r.policy = "x";
+  r.teams = {"a", "b"};
+  r.team_weights = {1, 1};
+  r.capacity_milli = 2000;
+  JobOutcome a;
+  a.team = 0;
+  a.gpu_milli = 1000;
+  a.duration = util::seconds(100);
+  a.first_start = util::from_seconds(0);
+  a.finish = util::from_seconds(100);  // rho 1
+  JobOutcome b = a;
+  b.team = 1;
+  b.first_start = util::from_seconds(300);
+  b.finish = util::from_seconds(400);  // rho 4
+  r.jobs = {a, b};
+  const Summary s = summarize(r);
+  EXPECT_DOUBLE_EQ(s.worst_ftf, 4);
+  EXPECT_DOUBLE_EQ(s.unfair_share, 0.5);
+  EXPECT_NEAR(s.jain_teams, (1 + 4) * (1 + 4) / (2.0 * (1 + 16)), 1e-12);
+}
+
 TEST(Metrics, PercentilesAndJain) {
   EXPECT_EQ(percentile({5, 1, 3, 2, 4}, 50), 3);
   EXPECT_EQ(percentile({5, 1, 3, 2, 4}, 100), 5);

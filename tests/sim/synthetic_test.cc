@@ -73,13 +73,14 @@ TEST(SyntheticWorkload, SplitsLargeJobsIntoGangs) {
 }
 
 TEST(SyntheticWorkload, RefusesBadOptions) {
-  EXPECT_TRUE(contains(generate_synthetic({.jobs_per_hour = 0}).status().message(), "jobs_per_hour"));
+  EXPECT_TRUE(
+      contains(generate_synthetic({.jobs_per_hour = 0}).status().message(), "jobs_per_hour"));
   EXPECT_TRUE(contains(generate_synthetic({.jobs = -1}).status().message(), "jobs"));
   EXPECT_TRUE(contains(generate_synthetic({.gpu_mix = {}}).status().message(), "gpu_mix"));
   EXPECT_TRUE(contains(generate_synthetic({.gpu_mix = {{0, 1.0}}}).status().message(), "gpu_mix"));
   EXPECT_TRUE(contains(generate_synthetic({.teams = 0}).status().message(), "teams"));
-  EXPECT_TRUE(contains(
-      generate_synthetic({.durations = {.long_exp_hi = 12}}).status().message(), "durations"));
+  EXPECT_TRUE(contains(generate_synthetic({.durations = {.long_exp_hi = 12}}).status().message(),
+                       "durations"));
 }
 
 }  // namespace

@@ -70,11 +70,11 @@ TEST(AlibabaTrace, LoadsTheGpuShareVariant) {
 }
 
 TEST(AlibabaTrace, ReadsGpuSpecAsCanonicalAllowedModels) {
-  const std::string path = write_temp(
-      "spec.csv", std::string(kPodHeader) +
-                      "p1,1000,1024,1,1000,V100M16|V100M32|G2,BE,Running,10,20,10\n"
-                      "p2,1000,1024,2,1000,,BE,Running,10,20,12\n"
-                      "p3,1000,1024,0,0,,LS,Succeeded,10,10,10\n");
+  const std::string path =
+      write_temp("spec.csv", std::string(kPodHeader) +
+                                 "p1,1000,1024,1,1000,V100M16|V100M32|G2,BE,Running,10,20,10\n"
+                                 "p2,1000,1024,2,1000,,BE,Running,10,20,12\n"
+                                 "p3,1000,1024,0,0,,LS,Succeeded,10,10,10\n");
   auto w = load_alibaba(path, {});
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
   ASSERT_EQ(w->jobs.size(), 3u);
@@ -86,23 +86,24 @@ TEST(AlibabaTrace, ReadsGpuSpecAsCanonicalAllowedModels) {
 }
 
 constexpr const char* kBadPods[] = {
-    "p,1000,1024,2,500,,BE,Running,10,20,10",   // 5: a share over two GPUs
-    "p,1000,1024,1,0,,BE,Running,10,20,10",     // 5: GPUs without a share
-    "p,1000,1024,0,300,,BE,Running,10,20,10",   // 5: share without GPUs
-    "p,1000,1024,1,1000,,BE,Running,10,5,10",   // 10: ends before it starts
-    "p,1000,1024,1,1000,,BE,Running,10,20,5",   // 11: scheduled before created
+    "p,1000,1024,2,500,,BE,Running,10,20,10",       // 5: a share over two GPUs
+    "p,1000,1024,1,0,,BE,Running,10,20,10",         // 5: GPUs without a share
+    "p,1000,1024,0,300,,BE,Running,10,20,10",       // 5: share without GPUs
+    "p,1000,1024,1,1000,,BE,Running,10,5,10",       // 10: ends before it starts
+    "p,1000,1024,1,1000,,BE,Running,10,20,5",       // 11: scheduled before created
     "p,1000,1024,1,1000,A||B,BE,Running,10,20,10",  // 6: empty model
-    "p,1000,1024,1,1000,,,Running,10,20,10",    // 7: no qos
-    "p,-1,1024,1,1000,,BE,Running,10,20,10",    // 2: negative CPU
-    "p,1000,1024,17,1000,,BE,Running,10,20,10",  // 4: too many GPUs
+    "p,1000,1024,1,1000,,,Running,10,20,10",        // 7: no qos
+    "p,-1,1024,1,1000,,BE,Running,10,20,10",        // 2: negative CPU
+    "p,1000,1024,17,1000,,BE,Running,10,20,10",     // 4: too many GPUs
 };
 constexpr int kBadPodColumns[] = {5, 5, 5, 10, 11, 6, 7, 2, 4};
 
 TEST(AlibabaTrace, NamesLineAndColumnOfEachBadValue) {
   for (size_t i = 0; i < std::size(kBadPods); ++i) {
-    const std::string path = write_temp("bad_pod.csv", std::string(kPodHeader) + "ok,1000,1024,1,"
-                                                        "1000,,BE,Running,1,2,1\n" +
-                                                        kBadPods[i] + "\n");
+    const std::string path = write_temp("bad_pod.csv", std::string(kPodHeader) +
+                                                           "ok,1000,1024,1,"
+                                                           "1000,,BE,Running,1,2,1\n" +
+                                                           kBadPods[i] + "\n");
     auto w = load_alibaba(path, {});
     ASSERT_FALSE(w.is_ok()) << kBadPods[i];
     EXPECT_TRUE(contains(w.status().message(),

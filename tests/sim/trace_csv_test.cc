@@ -104,8 +104,8 @@ TEST(CsvTrace, RoundTripsThroughItsWriter) {
 }
 
 TEST(CsvTrace, NeedsOnlyTheThreeRequiredColumns) {
-  auto w = load_trace("csv", write_temp("min.csv", "submit_time,duration,gpus\n0,10,1\n5,20,2\n"),
-                      {});
+  auto w =
+      load_trace("csv", write_temp("min.csv", "submit_time,duration,gpus\n0,10,1\n5,20,2\n"), {});
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
   ASSERT_EQ(w->jobs.size(), 2u);
   EXPECT_EQ(w->jobs[1].spec.worker.gpus, 2);
@@ -114,24 +114,25 @@ TEST(CsvTrace, NeedsOnlyTheThreeRequiredColumns) {
 }
 
 TEST(CsvTrace, RefusesUnknownColumnsListingTheKnownOnes) {
-  auto w = load_csv_trace(write_temp("unknown.csv", "submit_time,duration,gpus,color\n0,1,1,red\n"),
-                          {});
+  auto w =
+      load_csv_trace(write_temp("unknown.csv", "submit_time,duration,gpus,color\n0,1,1,red\n"), {});
   ASSERT_FALSE(w.is_ok());
   EXPECT_TRUE(contains(w.status().message(), "unknown.csv:1:4: column 'color': unknown column"));
   EXPECT_TRUE(contains(w.status().message(), "checkpoint_interval, depends_on"));
   auto missing = load_csv_trace(write_temp("missing.csv", "submit_time,gpus\n0,1\n"), {});
   ASSERT_FALSE(missing.is_ok());
   EXPECT_TRUE(contains(missing.status().message(), "missing column 'duration'"));
-  auto twice = load_csv_trace(write_temp("twice.csv", "submit_time,duration,gpus,gpus\n0,1,1,1\n"),
-                              {});
+  auto twice =
+      load_csv_trace(write_temp("twice.csv", "submit_time,duration,gpus,gpus\n0,1,1,1\n"), {});
   ASSERT_FALSE(twice.is_ok());
   EXPECT_TRUE(contains(twice.status().message(), "twice.csv:1:4: column 'gpus'"));
 }
 
 TEST(CsvTrace, NamesLineAndColumnOfEachBadValue) {
-  const std::string header = "id,submit_time,duration,gpus,gpu_milli,mig_profile,cpu,memory,"
-                             "priority,preemptible,runtime_limit,checkpoint_interval,depends_on,"
-                             "workers\n";
+  const std::string header =
+      "id,submit_time,duration,gpus,gpu_milli,mig_profile,cpu,memory,"
+      "priority,preemptible,runtime_limit,checkpoint_interval,depends_on,"
+      "workers\n";
   const std::string first = "j1,0,10,1,,,,,,,,,,\n";
   for (const auto& [row, where] : std::vector<std::pair<std::string, std::string>>{
            {"j2,-1,10,1,,,,,,,,,,", ":3:2: column 'submit_time'"},
@@ -164,28 +165,32 @@ TEST(CsvTrace, RefusesADependencyOnALaterSubmittedJob) {
       write_temp("late.csv", "id,submit_time,duration,gpus,depends_on\na,100,10,1,\nb,50,10,1,a\n"),
       {});
   ASSERT_FALSE(w.is_ok());
-  EXPECT_TRUE(contains(w.status().message(), "late.csv:3:5: column 'depends_on': 'a' (line 2) is "
-                                             "submitted at 100 s, after this job (50 s)"));
+  EXPECT_TRUE(contains(w.status().message(),
+                       "late.csv:3:5: column 'depends_on': 'a' (line 2) is "
+                       "submitted at 100 s, after this job (50 s)"));
 }
 
 TEST(CsvTrace, RefusesAnAmbiguousNameButAcceptsTheId) {
-  const std::string head = "id,name,submit_time,duration,gpus,depends_on\n"
-                           "1,train,0,10,1,\n2,train,0,10,1,\n";
+  const std::string head =
+      "id,name,submit_time,duration,gpus,depends_on\n"
+      "1,train,0,10,1,\n2,train,0,10,1,\n";
   auto ambiguous = load_csv_trace(write_temp("amb.csv", head + "3,eval,1,1,1,train\n"), {});
   ASSERT_FALSE(ambiguous.is_ok());
-  EXPECT_TRUE(contains(ambiguous.status().message(), "amb.csv:4:6: column 'depends_on': 'train' "
-                                                     "names more than one earlier row"));
+  EXPECT_TRUE(contains(ambiguous.status().message(),
+                       "amb.csv:4:6: column 'depends_on': 'train' "
+                       "names more than one earlier row"));
   auto by_id = load_csv_trace(write_temp("amb.csv", head + "3,eval,1,1,1,2\n"), {});
   ASSERT_TRUE(by_id.is_ok()) << by_id.status().to_string();
   EXPECT_EQ(by_id->jobs[2].spec.depends_on, std::vector<util::JobId>{util::JobId(2)});
 }
 
 TEST(CsvTrace, SkipsBadRowsAndTheRowsThatDependOnThem) {
-  const std::string text = "id,submit_time,duration,gpus,depends_on\n"
-                           "a,0,10,1,\n"
-                           "b,1,-10,1,\n"
-                           "c,2,10,1,b\n"
-                           "d,3,10,1,a\n";
+  const std::string text =
+      "id,submit_time,duration,gpus,depends_on\n"
+      "a,0,10,1,\n"
+      "b,1,-10,1,\n"
+      "c,2,10,1,b\n"
+      "d,3,10,1,a\n";
   auto w = load_csv_trace(write_temp("skip.csv", text), {.skip_bad_rows = true});
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
   EXPECT_EQ(w->skipped_rows, 2);

@@ -17,8 +17,8 @@ constexpr const char* kHeader = "name,time,application,num_replicas,batch_size\n
 
 TEST(SiaTrace, LoadsEveryBundledPhillyWorkload) {
   for (int i = 1; i <= 8; ++i) {
-    const std::string path = shared_trace("sia-workloads/philly/workload-" + std::to_string(i) +
-                                          ".csv");
+    const std::string path =
+        shared_trace("sia-workloads/philly/workload-" + std::to_string(i) + ".csv");
     auto w = load_trace("sia", path, {});
     ASSERT_TRUE(w.is_ok()) << w.status().to_string();
     EXPECT_EQ(w->jobs.size(), 160u) << path;
@@ -29,11 +29,14 @@ TEST(SiaTrace, LoadsEveryBundledPhillyWorkload) {
 
 TEST(PolluxTrace, LoadsEveryBundledWorkloadAtEveryLoadLevel) {
   // workloads-<x>/ hold x times the jobs of workloads/ (Pollux Fig. 8b).
-  for (const auto& [dir, jobs] : std::vector<std::pair<std::string, size_t>>{
-           {"workloads", 160}, {"workloads-0.5", 80}, {"workloads-1.5", 240}, {"workloads-2.0", 320}}) {
+  for (const auto& [dir, jobs] :
+       std::vector<std::pair<std::string, size_t>>{{"workloads", 160},
+                                                   {"workloads-0.5", 80},
+                                                   {"workloads-1.5", 240},
+                                                   {"workloads-2.0", 320}}) {
     for (int i = 1; i <= 8; ++i) {
-      const std::string path = shared_trace("pollux-workloads/" + dir + "/workload-" +
-                                            std::to_string(i) + ".csv");
+      const std::string path =
+          shared_trace("pollux-workloads/" + dir + "/workload-" + std::to_string(i) + ".csv");
       auto w = load_trace("pollux", path, {});
       ASSERT_TRUE(w.is_ok()) << w.status().to_string();
       EXPECT_EQ(w->jobs.size(), jobs) << path;

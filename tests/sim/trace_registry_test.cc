@@ -52,8 +52,9 @@ TEST(TraceRegistry, ExplainsWhatItCannotRead) {
 }
 
 TEST(TraceRegistry, LoadsFromTextLikeFromAFile) {
-  const std::string text = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-                           "0,1,10,1,vgg,5,1\n1,2,20,1,vgg,6,1\n";
+  const std::string text =
+      "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+      "0,1,10,1,vgg,5,1\n1,2,20,1,vgg,6,1\n";
   auto from_text = load_trace_from_text("auto", text, "inline.csv", {});
   auto from_file = load_trace("auto", write_temp("inline.csv", text), {});
   ASSERT_TRUE(from_text.is_ok()) << from_text.status().to_string();
