@@ -11,6 +11,7 @@
 #include "sim/metrics.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/synthetic.h"
 #include "sim/workload.h"
 #include "sched/policy.h"
 #include "util/clock.h"
@@ -68,6 +69,39 @@ util::Result<std::vector<double>> read_prior(const std::string& path) {
   return v;
 }
 
+// A cluster YAML file, or an Alibaba GPU v2023 node list (openb_node_list_*.csv).
+util::Result<sim::ClusterConfig> load_cluster(const std::string& path) {
+  if (!path.ends_with(".csv")) return sim::load_cluster_yaml(path);
+  TY_ASSIGN_OR_RETURN(auto nodes, sim::load_alibaba_nodes(path));
+  sim::ClusterConfig c;
+  c.name = path;
+  c.nodes = std::move(nodes);
+  return c;
+}
+
+// A trace file, or "synthetic:JOBS[:JOBS_PER_HOUR]" for the seeded generator.
+util::Result<sim::Workload> load_workload(const SimulateArgs& a, const sim::TraceOptions& topts) {
+  if (!a.trace.starts_with("synthetic:")) return sim::load_trace(a.trace_format, a.trace, topts);
+  const std::vector<std::string> parts = split(a.trace.substr(10), ':');
+  sim::SyntheticOptions o;
+  o.seed = a.seed;
+  o.finalize_options = topts;
+  try {
+    if (parts.empty() || parts.size() > 2) throw std::invalid_argument("parts");
+    size_t used = 0;
+    o.jobs = std::stoll(parts[0], &used);
+    if (used != parts[0].size()) throw std::invalid_argument("jobs");
+    if (parts.size() == 2) {
+      o.jobs_per_hour = std::stod(parts[1], &used);
+      if (used != parts[1].size()) throw std::invalid_argument("rate");
+    }
+  } catch (const std::exception&) {
+    return util::invalid_argument(fmt::format(
+        "--trace {}: write synthetic:JOBS or synthetic:JOBS:JOBS_PER_HOUR, e.g. synthetic:5000:120", a.trace));
+  }
+  return sim::generate_synthetic(o);
+}
+
 int run(const SimulateArgs& a) {
   auto fail = [](const util::Status& s) {
     std::fprintf(stderr, "trainyard simulate: %s\n", s.message().c_str());
@@ -90,9 +124,9 @@ int run(const SimulateArgs& a) {
   for (const auto& n : names) {
     if (auto p = sched::find_policy(n); !p.is_ok()) return fail(p.status());
   }
-  auto cluster = sim::load_cluster_yaml(a.cluster);
+  auto cluster = load_cluster(a.cluster);
   if (!cluster.is_ok()) return fail(cluster.status());
-  auto workload = sim::load_trace(a.trace_format, a.trace, topts);
+  auto workload = load_workload(a, topts);
   if (!workload.is_ok()) return fail(workload.status());
   std::fprintf(stderr, "trainyard simulate: %zu jobs from %s", workload->jobs.size(), a.trace.c_str());
   if (workload->skipped_rows > 0) std::fprintf(stderr, " (%lld bad rows skipped)", static_cast<long long>(workload->skipped_rows));
@@ -152,11 +186,13 @@ int run(const SimulateArgs& a) {
 Runner add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Replay a job trace on a simulated cluster under several policies");
-  cmd->add_option("--trace", args->trace, "trace file (Philly CSV, Alibaba pods CSV, Tiresias, Sia/Pollux, or generic CSV)")
+  cmd->add_option("--trace", args->trace,
+                  "trace file (Philly, Alibaba pods, Tiresias, Sia/Pollux or generic CSV), or synthetic:JOBS[:JOBS_PER_HOUR]")
       ->required();
   cmd->add_option("--trace-format", args->trace_format, "auto, or one of the formats in docs/trace-formats.md")
       ->capture_default_str();
-  cmd->add_option("--cluster", args->cluster, "cluster YAML (see examples/clusters/)")->required();
+  cmd->add_option("--cluster", args->cluster, "cluster YAML (see examples/clusters/), or an Alibaba node list CSV")
+      ->required();
   cmd->add_option("--policy", args->policies, "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed for everything random (priority classes of traces without them)")
