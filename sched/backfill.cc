@@ -52,7 +52,7 @@ Backfill::Backfill(PlanContext& ctx, int head_idx) : ctx_(ctx), head_(ctx.snap.j
     return a.end != b.end ? a.end < b.end : a.id < b.id;
   });
   ClusterState future = ctx.state;
-  const PlaceOptions opts = ctx.place_options();
+  const PlaceOptions opts = ctx.place_options(head);
   for (size_t i = 0; i < ends.size(); ++i) {
     future.release(*ends[i].placement, *ends[i].worker);
     if (i + 1 < ends.size() && ends[i + 1].end == ends[i].end) continue;

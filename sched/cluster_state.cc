@@ -87,9 +87,15 @@ void ClusterState::change(std::span<const Assignment> placement, const model::Wo
                           int sign) {
   int32_t last_worker = -1;
   int32_t last_node = -1;
-  for (const Assignment& a : placement) {
-    const bool reindex = pos_[a.node_idx] >= 0;
-    if (reindex) bucket_remove(a.node_idx);
+  bool reindex = false;
+  for (size_t i = 0; i < placement.size(); ++i) {
+    const Assignment& a = placement[i];
+    // A run of assignments on one node leaves the node's bucket once and enters its final one
+    // once: the same bucket order as moving it per assignment (it would sit last in between).
+    if (i == 0 || placement[i - 1].node_idx != a.node_idx) {
+      reindex = pos_[a.node_idx] >= 0;
+      if (reindex) bucket_remove(a.node_idx);
+    }
     NodeFree& f = free_[a.node_idx];
     if (a.worker != last_worker || a.node_idx != last_node) {
       f.cpu += worker.cpu * sign;
@@ -115,7 +121,8 @@ void ClusterState::change(std::span<const Assignment> placement, const model::Wo
         if (shared(milli) != was_shared) update_shared(a.node_idx);
       }
     }
-    if (reindex || (sign > 0 && indexed(a.node_idx) && pos_[a.node_idx] < 0)) {
+    const bool run_ends = i + 1 == placement.size() || placement[i + 1].node_idx != a.node_idx;
+    if (run_ends && (reindex || (sign > 0 && indexed(a.node_idx) && pos_[a.node_idx] < 0))) {
       bucket_insert(a.node_idx);
     }
   }

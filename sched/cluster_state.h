@@ -32,6 +32,8 @@ class ClusterState {
   int node_count() const { return static_cast<int>(free_.size()); }
   // Schedulable non-MIG nodes of `gpu_model` with exactly `whole_free` free GPUs.
   std::span<const int32_t> bucket(int gpu_model, int whole_free) const;
+  // Whether the node is in one of the buckets (whole GPUs can be placed on it).
+  bool in_buckets(int node_idx) const { return pos_[node_idx] >= 0; }
   // Nodes with MIG enabled, ascending: the only ones that can hold a MIG instance.
   std::span<const int32_t> mig_nodes() const { return mig_nodes_; }
   // Nodes with a GPU partly taken by fractional shares, ascending: the only ones where a

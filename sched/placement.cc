@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <ranges>
 
 #include "util/status.h"
 
@@ -35,8 +34,16 @@ const model::MigProfile* mig_profile_on(const Snapshot& snap, const SnapshotNode
   return nullptr;
 }
 
-// Requirements a node must meet whatever runs on it. 0 when it may host a worker.
-uint8_t static_mismatch(const SnapshotJob& job, const SnapshotNode& n, const Snapshot& snap) {
+bool selector_ok(const SnapshotJob& job, const SnapshotNode& n, int idx, const PlaceOptions& opts) {
+  if (job.node_selector.empty()) return true;
+  if (opts.selector_matches != nullptr) return (*opts.selector_matches)[idx];
+  return model::selector_matches(job.node_selector, n.labels);
+}
+
+// Requirements node `idx` must meet whatever runs on it. 0 when it may host a worker.
+uint8_t static_mismatch(const SnapshotJob& job, const Snapshot& snap, int idx,
+                        const PlaceOptions& opts) {
+  const SnapshotNode& n = snap.nodes[idx];
   const model::WorkerRequest& w = job.worker;
   if (wants_gpu(w)) {
     if (n.gpu_model < 0 || n.gpu_count == 0) return kFilterGpus;
@@ -50,18 +57,24 @@ uint8_t static_mismatch(const SnapshotJob& job, const SnapshotNode& n, const Sna
     }
     if (w.gpus > n.gpu_count) return kFilterGpus;
   }
-  if (!job.node_selector.empty() && !model::selector_matches(job.node_selector, n.labels)) {
-    return kFilterSelector;
-  }
+  if (!selector_ok(job, n, idx, opts)) return kFilterSelector;
   if (w.cpu > n.cpu) return kFilterCpu;
   if (w.memory > n.memory) return kFilterMemory;
   return 0;
 }
 
+// At most `limit` workers, as many as `have` holds at `per` each. Divides only when `have`
+// binds: most nodes take the whole limit or none.
+int64_t capped(int64_t per, int64_t have, int64_t limit) {
+  int64_t need = 0;
+  if (per <= 0 || (!__builtin_mul_overflow(per, limit, &need) && need <= have)) return limit;
+  return have < per ? 0 : std::min(limit, have / per);
+}
+
 int64_t workers_by_resources(const model::WorkerRequest& w, model::CpuMilli cpu,
                              model::Bytes memory, int64_t limit) {
-  if (w.cpu.value() > 0) limit = std::min(limit, cpu.value() / w.cpu.value());
-  if (w.memory.value() > 0) limit = std::min(limit, memory.value() / w.memory.value());
+  limit = capped(w.cpu.value(), cpu.value(), limit);
+  limit = capped(w.memory.value(), memory.value(), limit);
   return std::max<int64_t>(limit, 0);
 }
 
@@ -102,8 +115,7 @@ PlaceResult place_whole(const SnapshotJob& job, const ClusterState& state,
   result.filter = kFilterGpus;
   auto resources_ok = [&](int idx, int64_t want) {
     const NodeFree& f = state.node(idx);
-    if (!job.node_selector.empty() &&
-        !model::selector_matches(job.node_selector, snap.nodes[idx].labels)) {
+    if (!selector_ok(job, snap.nodes[idx], idx, opts)) {
       result.filter = kFilterSelector;
       return int64_t{0};
     }
@@ -255,13 +267,14 @@ struct WorkerSearch {
 
 // Scores the spots node `idx` offers the next worker of a fractional-GPU, MIG or CPU-only job.
 void consider_node(const SnapshotJob& job, const ClusterState& state, const Overlay& overlay,
-                   bool pack, int idx, WorkerSearch& search) {
+                   const PlaceOptions& opts, int idx, WorkerSearch& search) {
   const Snapshot& snap = state.snapshot();
+  const bool pack = opts.strategy == PlacementStrategy::Pack;
   const model::WorkerRequest& w = job.worker;
   const SnapshotNode& n = snap.nodes[idx];
   Choice& best = search.best;
   if (!n.schedulable) return;
-  if (uint8_t m = static_mismatch(job, n, snap)) {
+  if (uint8_t m = static_mismatch(job, snap, idx, opts)) {
     search.filter = m;
     return;
   }
@@ -302,40 +315,61 @@ void consider_node(const SnapshotJob& job, const ClusterState& state, const Over
 }
 
 // Nodes in ascending order until the best spot reaches `enough` (no later spot can beat it).
-template <typename Nodes>
-bool scan(const SnapshotJob& job, const ClusterState& state, bool pack, const Nodes& nodes,
-          int64_t enough, WorkerSearch& search) {
+bool scan(const SnapshotJob& job, const ClusterState& state, const PlaceOptions& opts,
+          std::span<const int32_t> nodes, int64_t enough, WorkerSearch& search) {
   const Overlay none;
   for (int32_t idx : nodes) {
-    consider_node(job, state, none, pack, idx, search);
+    consider_node(job, state, none, opts, idx, search);
     if (search.best.node >= 0 && search.best.score >= enough) break;
   }
   return search.best.node >= 0;
 }
 
-// What a full scan would find for a job's only worker, found by scanning only the nodes that
-// can hold it (MIG) or by stopping at a spot no later one beats (fractional). False when it
-// cannot tell (CPU-only, or no MIG spot: the full scan then decides and names the filter).
-bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state, bool pack,
-                             WorkerSearch& search) {
+// The first node, in index order, where a fractional worker gets a whole free GPU, when no
+// spot scores above one (`whole_score`). Only nodes in the buckets above level 0 have a whole
+// GPU free; they are scored only when they come before the best found so far.
+bool first_whole_gpu_spot(const SnapshotJob& job, const ClusterState& state,
+                          const PlaceOptions& opts, int64_t whole_score, WorkerSearch& search) {
+  const Overlay none;
+  int32_t first = INT32_MAX;
+  for (int m = 0; m < static_cast<int>(state.snapshot().gpu_models.size()); ++m) {
+    for (int level = 1; level <= kMaxGpusPerNode; ++level) {
+      for (int32_t idx : state.bucket(m, level)) {
+        if (idx >= first) continue;
+        WorkerSearch on_node;
+        consider_node(job, state, none, opts, idx, on_node);
+        if (on_node.best.node < 0 || on_node.best.score != whole_score) continue;
+        first = idx;
+        search.best = on_node.best;
+      }
+    }
+  }
+  return first != INT32_MAX;
+}
+
+// What a full scan would find for a job's only worker, found by scoring only the nodes that
+// can hold it: MIG nodes for a MIG instance; for a fraction, nodes with a shared GPU and the
+// first with a whole free one. False when it cannot tell (CPU-only, or no spot at all: the full
+// scan then decides and names the filter).
+bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state,
+                             const PlaceOptions& opts, WorkerSearch& search) {
   const model::WorkerRequest& w = job.worker;
+  const bool pack = opts.strategy == PlacementStrategy::Pack;
   constexpr int64_t kNoBound = INT64_MAX;
-  const auto all = std::views::iota(0, state.node_count());
-  if (!w.mig_profile.empty()) return scan(job, state, pack, state.mig_nodes(), kNoBound, search);
+  if (!w.mig_profile.empty()) return scan(job, state, opts, state.mig_nodes(), kNoBound, search);
   const int64_t milli = w.gpu_milli.value();
   if (milli <= 0) return false;
-  // Spread: a whole free GPU leaves the most, so the first one found wins.
-  if (!pack) {
-    scan(job, state, pack, all, kMilliPerGpu - milli, search);
-    return true;  // stopped at a whole GPU, or scanned every node
+  const int64_t whole_score = pack ? milli : kMilliPerGpu - milli;
+  if (pack) {
+    // Any fitting shared GPU scores above every whole one, and they lie on shared_gpu_nodes().
+    scan(job, state, opts, state.shared_gpu_nodes(), kNoBound, search);
+    if (search.best.node >= 0 && search.best.score > whole_score) return true;
+    search = {};
+    return first_whole_gpu_spot(job, state, opts, whole_score, search);
   }
-  // Pack: any fitting shared GPU scores above every whole one (which all score `milli`), and
-  // shared GPUs lie only on shared_gpu_nodes(); without one, the first whole GPU wins.
-  scan(job, state, pack, state.shared_gpu_nodes(), kNoBound, search);
-  if (search.best.node >= 0 && search.best.score > milli) return true;
-  search = {};
-  scan(job, state, pack, all, milli, search);
-  return true;  // stopped at the first whole GPU, or scanned every node
+  // Spread: a whole free GPU leaves the most; without one, the shared GPU that leaves the most.
+  if (first_whole_gpu_spot(job, state, opts, whole_score, search)) return true;
+  return scan(job, state, opts, state.shared_gpu_nodes(), kNoBound, search);
 }
 
 // The workers of a fractional-GPU, MIG or CPU-only job, one at a time, each on the best-scoring
@@ -344,15 +378,14 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
                              const PlaceOptions& opts) {
   const Snapshot& snap = state.snapshot();
   const model::WorkerRequest& w = job.worker;
-  const bool pack = opts.strategy == PlacementStrategy::Pack;
   PlaceResult result;
   Overlay overlay;
   for (int worker = 0; worker < job.workers; ++worker) {
     WorkerSearch search;
-    if (job.workers > 1 || !find_single_worker_spot(job, state, pack, search)) {
+    if (job.workers > 1 || !find_single_worker_spot(job, state, opts, search)) {
       search = {};
       for (int idx = 0; idx < state.node_count(); ++idx) {
-        consider_node(job, state, overlay, pack, idx, search);
+        consider_node(job, state, overlay, opts, idx, search);
       }
     }
     const Choice& best = search.best;
@@ -383,6 +416,18 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
 
 }  // namespace
 
+const std::vector<bool>* NodeSelectorIndex::matching(const model::Labels& selector) {
+  if (selector.empty()) return nullptr;
+  auto [it, inserted] = matches_.try_emplace(selector);
+  if (inserted) {
+    it->second.resize(snap_->nodes.size());
+    for (size_t i = 0; i < snap_->nodes.size(); ++i) {
+      it->second[i] = model::selector_matches(selector, snap_->nodes[i].labels);
+    }
+  }
+  return &it->second;
+}
+
 int placement_score(PlacementStrategy strategy, int total_gpus, int free_after) {
   if (total_gpus <= 0) return 0;
   const int used = total_gpus - free_after;
@@ -395,12 +440,31 @@ PlaceResult place(const SnapshotJob& job, const ClusterState& state, const Place
   return place_per_worker(job, state, opts);
 }
 
+int64_t node_capacity(const SnapshotJob& job, const ClusterState& state, int node_idx,
+                      const PlaceOptions& opts) {
+  const model::WorkerRequest& w = job.worker;
+  if (w.gpus > 0) {
+    // The candidates and per-node worker counts of place_whole (step 2; step 1 is the case of
+    // one node taking them all).
+    const SnapshotNode& n = state.snapshot().nodes[node_idx];
+    if (!state.in_buckets(node_idx) || !model_allowed(job, n.gpu_model)) return 0;
+    if (!selector_ok(job, n, node_idx, opts)) return 0;
+    const NodeFree& f = state.node(node_idx);
+    return workers_by_resources(w, f.cpu, f.memory, f.whole_free / w.gpus);
+  }
+  if (job.workers != 1) return -1;
+  WorkerSearch search;
+  consider_node(job, state, Overlay{}, opts, node_idx, search);
+  return search.best.node >= 0 ? 1 : 0;
+}
+
 bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter) {
   const model::WorkerRequest& w = job.worker;
   int64_t capacity = 0;
   uint8_t last = kFilterGpus;
-  for (const SnapshotNode& n : snap.nodes) {
-    if (uint8_t m = static_mismatch(job, n, snap)) {
+  for (int idx = 0; idx < static_cast<int>(snap.nodes.size()); ++idx) {
+    const SnapshotNode& n = snap.nodes[idx];
+    if (uint8_t m = static_mismatch(job, snap, idx, PlaceOptions{})) {
       last = m;
       continue;
     }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "sched/cluster_state.h"
@@ -38,6 +39,22 @@ struct PlaceResult {
 
 struct PlaceOptions {
   PlacementStrategy strategy = PlacementStrategy::Pack;
+  // Per node index, whether its labels match the job's node selector, when the caller keeps
+  // that (NodeSelectorIndex); nullptr: the labels are matched here, node by node.
+  const std::vector<bool>* selector_matches = nullptr;
+};
+
+// Which nodes each node selector matches, worked out once per distinct selector: a plan asks
+// about the same few selectors for thousands of jobs. Holds a reference to the snapshot.
+class NodeSelectorIndex {
+ public:
+  explicit NodeSelectorIndex(const Snapshot& snap) : snap_(&snap) {}
+  // nullptr for an empty selector (every node matches). Valid as long as the index.
+  const std::vector<bool>* matching(const model::Labels& selector);
+
+ private:
+  const Snapshot* snap_;
+  std::map<model::Labels, std::vector<bool>> matches_;
 };
 
 // 0-100: how full the node would be after taking `taken` of its `total` GPUs (Pack), or how
@@ -47,6 +64,15 @@ int placement_score(PlacementStrategy strategy, int total_gpus, int free_after);
 // Where the job's workers fit now, or NotNow with the blocking filter. Never is not decided
 // here (see never_fits).
 PlaceResult place(const SnapshotJob& job, const ClusterState& state, const PlaceOptions& opts);
+
+// How many of the job's workers node `node_idx` could take now, by the rule place() uses to
+// decide a fit: for whole GPUs, its whole free GPUs per worker capped by CPU and memory; for a
+// job's single fractional, MIG or CPU-only worker, 1 when the node has a spot for it; 0 when a
+// filter excludes the node. place() fits exactly when the sum over all nodes reaches
+// job.workers, so callers can follow a fit node by node. -1 (undefined) for fractional, MIG
+// or CPU-only jobs with several workers.
+int64_t node_capacity(const SnapshotJob& job, const ClusterState& state, int node_idx,
+                      const PlaceOptions& opts);
 
 // True when no node of the snapshot could hold a worker even if the cluster were empty, or the
 // matching nodes together are too small for the gang; `filter` says which requirement.

@@ -39,6 +39,7 @@ PlanContext::PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyT
       traits(t),
       state(s),
       ledger(s, t.order == QueueOrderKind::DominantShare),
+      selectors(s),
       rank_of(s.jobs.size(), INT32_MAX),
       condemned(s.jobs.size(), 0) {}
 

@@ -6,6 +6,7 @@
 
 #include "sched/internal/plan_context.h"
 #include "sched/queue_order.h"
+#include "util/status.h"
 
 namespace trainyard::sched::internal {
 namespace {
@@ -82,6 +83,60 @@ void build_victim_order(PlanContext& ctx, bool reclaim) {
   order.built = true;
 }
 
+// Releases running jobs one at a time and says whether the job fits after each, as
+// place(job).fit would, but from the nodes each release touches: the job does not fit before
+// the first release (the caller's place() said so), and it fits exactly when the nodes'
+// node_capacity() adds up to its workers, so only the touched nodes' share of that sum changes.
+class ReleaseFit {
+ public:
+  ReleaseFit(ClusterState& state, const SnapshotJob& job, const PlaceOptions& opts)
+      : state_(state),
+        job_(job),
+        opts_(opts),
+        incremental_(job.worker.gpus > 0 || job.workers == 1) {
+    if (job.worker.gpus == 0 || job.workers == 1) return;  // capacity 0 everywhere, or unused
+    for (int m = 0; m < static_cast<int>(state.snapshot().gpu_models.size()); ++m) {
+      for (int level = job.worker.gpus; level <= model::kMaxGpusPerNode; ++level) {
+        for (int32_t idx : state.bucket(m, level)) {
+          capacity_ += node_capacity(job, state, idx, opts);
+        }
+      }
+    }
+  }
+
+  bool release(const SnapshotJob& victim) {
+    if (!incremental_) {
+      state_.release(victim.placement, victim.worker);
+      return place(job_, state_, opts_).fit == Fit::Fits;
+    }
+    capacity_ -= touched_capacity(victim.placement);
+    state_.release(victim.placement, victim.worker);
+    capacity_ += touched_capacity(victim.placement);
+    return capacity_ >= job_.workers;
+  }
+
+ private:
+  int64_t touched_capacity(std::span<const Assignment> placement) {
+    nodes_.clear();
+    for (const Assignment& a : placement) {
+      if (!nodes_.empty() && nodes_.back() == a.node_idx) continue;  // the usual run on a node
+      if (std::find(nodes_.begin(), nodes_.end(), a.node_idx) == nodes_.end()) {
+        nodes_.push_back(a.node_idx);
+      }
+    }
+    int64_t sum = 0;
+    for (int32_t idx : nodes_) sum += node_capacity(job_, state_, idx, opts_);
+    return sum;
+  }
+
+  ClusterState& state_;
+  const SnapshotJob& job_;
+  const PlaceOptions& opts_;
+  bool incremental_;
+  int64_t capacity_ = 0;  // sum of node_capacity() over all nodes
+  std::vector<int32_t> nodes_;
+};
+
 }  // namespace
 
 bool preempt_for(PlanContext& ctx, int job_idx) {
@@ -95,13 +150,13 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
 
   if (!ctx.victim_order.built) build_victim_order(ctx, reclaim);
   const VictimOrder& order = ctx.victim_order;
-  const PlaceOptions opts = ctx.place_options();
+  const PlaceOptions opts = ctx.place_options(job);
+  TY_DCHECK(place(job, ctx.state, opts).fit != Fit::Fits);
   std::vector<Candidate> released;
+  ReleaseFit release_fit(ctx.state, job, opts);
   auto release_fits = [&](int idx, bool leaving) {
-    const SnapshotJob& v = ctx.snap.jobs[idx];
-    ctx.state.release(v.placement, v.worker);
     released.push_back({idx, leaving});
-    return place(job, ctx.state, opts).fit == Fit::Fits;
+    return release_fit.release(ctx.snap.jobs[idx]);
   };
   // Leaving jobs first (they cost nothing); then eligible ones, least valuable first.
   bool fits = false;

@@ -87,7 +87,8 @@ const std::vector<int32_t>* valid_arrival_order(const Snapshot& snap) {
     if (n > 0) {
       const SnapshotJob& a = snap.jobs[order[n - 1]];
       const SnapshotJob& b = snap.jobs[order[n]];
-      if (a.submitted > b.submitted || (a.submitted == b.submitted && !(a.id < b.id))) return nullptr;
+      if (a.submitted > b.submitted || (a.submitted == b.submitted && !(a.id < b.id)))
+        return nullptr;
     }
   }
   return &order;

@@ -92,7 +92,7 @@ class Walk {
     const internal::Shape shape = internal::shape_of(job);
     if (never_.contains(shape)) return {Attempt::Never, never_.at(shape)};
     if (memo.known_not_to_fit(shape)) return {Attempt::NotNow, kFilterGpus};
-    PlaceResult placed = place(job, ctx_.state, ctx_.place_options());
+    PlaceResult placed = place(job, ctx_.state, ctx_.place_options(job));
     if (placed.fit != Fit::Fits) {
       uint8_t filter = placed.filter;
       if (never_fits(job, ctx_.snap, &filter)) {
@@ -114,14 +114,24 @@ class Walk {
   std::unordered_map<internal::Shape, uint8_t, internal::ShapeHash> never_;
 };
 
+void prefetch(const SnapshotJob& job) {
+  const char* p = reinterpret_cast<const char*>(&job);
+  for (size_t offset = 0; offset < sizeof(SnapshotJob); offset += 64)
+    __builtin_prefetch(p + offset);
+}
+
 // Global orders: one pass over the ranking.
 void walk_ranked(PlanContext& ctx) {
   const bool preemptive = ctx.traits.victims != VictimRule::None;
   const std::vector<int> order = rank_jobs(ctx.snap, ctx.cfg, ctx.traits.order, preemptive);
   for (size_t r = 0; r < order.size(); ++r) ctx.rank_of[order[r]] = static_cast<int32_t>(r);
   Walk walk(ctx);
-  for (int idx : order) {
-    if (!ctx.snap.jobs[idx].is_running()) walk.consider(idx);
+  // The ranking jumps around a job array far larger than the caches: fetch jobs a few ranks
+  // ahead so that the walk does not wait on memory for each one.
+  constexpr size_t kAhead = 8;
+  for (size_t r = 0; r < order.size(); ++r) {
+    if (r + kAhead < order.size()) prefetch(ctx.snap.jobs[order[r + kAhead]]);
+    if (!ctx.snap.jobs[order[r]].is_running()) walk.consider(order[r]);
   }
 }
 

@@ -109,14 +109,20 @@ std::string summary_json(const RunInfo& info, const std::vector<Summary>& ss) {
 }
 
 std::string jobs_csv(const SimResult& r) {
-  std::string out = "id,team,priority,gpus,submit_s,first_start_s,finish_s,duration_s,jct_s,queue_s,preemptions,lost_work_s,restart_overhead_s\n";
-  for (const auto& j : r.jobs) {
-    out += fmt::format("{},{},{},{:.3f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{},{:.0f},{:.0f}\n", j.id.value(),
+  std::string out =
+      "id,team,priority,gpus,submit_s,first_start_s,finish_s,duration_s,jct_s,queue_s,preemptions,"
+      "lost_work_s,restart_overhead_s,t_iso_s,rho\n";
+  const std::vector<double> t_iso = isolated_completion_times(r);
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const JobOutcome& j = r.jobs[i];
+    const double jct = util::to_seconds(j.finish - j.submit);
+    out += fmt::format("{},{},{},{:.3f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{},{:.0f},{:.0f},{:.0f},{:.3f},", j.id.value(),
                        j.team >= 0 ? r.teams[j.team] : "", j.priority, static_cast<double>(j.gpu_milli) / 1000.0,
                        util::to_seconds(j.submit), util::to_seconds(j.first_start), util::to_seconds(j.finish),
                        util::to_seconds(j.duration), util::to_seconds(j.finish - j.submit),
                        util::to_seconds(j.first_start - j.submit), j.preemptions, util::to_seconds(j.lost_work),
-                       util::to_seconds(j.restart_overhead));
+                       util::to_seconds(j.restart_overhead), t_iso[i], t_iso[i] > 0 ? jct / t_iso[i] : 1.0);
+    out.back() = '\n';
   }
   return out;
 }

@@ -142,7 +142,7 @@ class Simulation {
     sj.remaining = j.trace->duration;
     sj.waiting_on = first_unfinished_dependency(idx);
     snap_.jobs.push_back(std::move(sj));
-    snap_.arrival_order.push_back(j.snap_idx);  // arrivals come in (submit, id) order
+    if (opts_.keep_arrival_order) snap_.arrival_order.push_back(j.snap_idx);  // in (submit, id) order
     index_of_id_.push_back(idx);
     ++pending_;
     if (j.trace->spec.worker.gpus == 0 && j.trace->spec.worker.gpu_milli.value() == 0 &&
@@ -210,9 +210,11 @@ class Simulation {
   void remove_from_snapshot(SimJob& j) {
     const int at = j.snap_idx;
     const int last = static_cast<int>(snap_.jobs.size()) - 1;
-    auto& order = snap_.arrival_order;
-    order.erase(std::find(order.begin(), order.end(), at));
-    if (at != last) *std::find(order.begin(), order.end(), last) = at;
+    if (opts_.keep_arrival_order) {
+      auto& order = snap_.arrival_order;
+      order.erase(std::find(order.begin(), order.end(), at));
+      if (at != last) *std::find(order.begin(), order.end(), last) = at;
+    }
     if (at != last) {
       snap_.jobs[at] = std::move(snap_.jobs[last]);
       index_of_id_[at] = index_of_id_[last];

@@ -26,6 +26,9 @@ struct SimOptions {
   // Run sched::check_plan() after every plan() (slow on large traces; tests turn it on). The
   // cheap checks — no GPU given twice, gangs whole, capacity — always run as jobs start.
   bool full_invariant_check = false;
+  // Keep Snapshot::arrival_order so plan() ranks long queues in linear time. Off only to
+  // measure what the hint saves (bench/sim_throughput).
+  bool keep_arrival_order = true;
   // Called about every `progress_every` events with (jobs finished, jobs total, virtual now).
   std::function<void(int64_t, int64_t, util::Time)> progress;
   int64_t progress_every = 200000;

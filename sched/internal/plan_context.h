@@ -57,6 +57,7 @@ struct PlanContext {
   const PolicyTraits& traits;
   ClusterState state;
   QuotaLedger ledger;
+  NodeSelectorIndex selectors;
   FitMemo memo;
   FitMemo preempt_memo;
   std::vector<int32_t> rank_of;    // per job index; running jobs too for preemptive policies
@@ -65,7 +66,9 @@ struct PlanContext {
   std::vector<int> started_idx;  // job index of each plan.starts entry
   Plan plan;
 
-  PlaceOptions place_options() const { return {.strategy = cfg.placement}; }
+  PlaceOptions place_options(const SnapshotJob& job) {
+    return {.strategy = cfg.placement, .selector_matches = selectors.matching(job.node_selector)};
+  }
   void wait(const SnapshotJob& job, Stage stage, WaitCode code, int64_t arg = 0,
             uint8_t filter = 0) {
     plan.waiting.push_back({job.id, stage, code, arg, filter});
