@@ -1,19 +1,19 @@
 // `trainyard simulate`: replays a trace on a cluster under several policies side by side, in
 // one run with the same input and seed, prints the comparison table and writes the report.
+#include <unistd.h>
 #include <cstdio>
 #include <sstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "sched/policy.h"
 #include "sim/cluster_config.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/synthetic.h"
 #include "sim/workload.h"
-#include "sched/policy.h"
 #include "util/clock.h"
 
 namespace trainyard::cli {
@@ -60,7 +60,8 @@ util::Result<std::vector<double>> read_prior(const std::string& path) {
     if (end == line) {
       if (lineno == 1) continue;  // header
       std::fclose(f);
-      return util::invalid_argument(fmt::format("{}:{}: expected a GPU-time in seconds", path, lineno));
+      return util::invalid_argument(
+          fmt::format("{}:{}: expected a GPU-time in seconds", path, lineno));
     }
     if (x > 0) v.push_back(x);
   }
@@ -97,7 +98,8 @@ util::Result<sim::Workload> load_workload(const SimulateArgs& a, const sim::Trac
     }
   } catch (const std::exception&) {
     return util::invalid_argument(fmt::format(
-        "--trace {}: write synthetic:JOBS or synthetic:JOBS:JOBS_PER_HOUR, e.g. synthetic:5000:120", a.trace));
+        "--trace {}: write synthetic:JOBS or synthetic:JOBS:JOBS_PER_HOUR, e.g. synthetic:5000:120",
+        a.trace));
   }
   return sim::generate_synthetic(o);
 }
@@ -112,8 +114,10 @@ int run(const SimulateArgs& a) {
   topts.seed = a.seed;
   topts.max_jobs = a.max_jobs;
   topts.checkpoint_interval = util::seconds_f(a.checkpoint_interval_s);
-  if (a.runtime_limit == "exact") topts.runtime_limit = sim::RuntimeLimitMode::Exact;
-  else if (a.runtime_limit == "none") topts.runtime_limit = sim::RuntimeLimitMode::None;
+  if (a.runtime_limit == "exact")
+    topts.runtime_limit = sim::RuntimeLimitMode::Exact;
+  else if (a.runtime_limit == "none")
+    topts.runtime_limit = sim::RuntimeLimitMode::None;
   sched::PolicyConfig base;
   if (!a.gittins_prior.empty()) {
     auto prior = read_prior(a.gittins_prior);
@@ -128,10 +132,13 @@ int run(const SimulateArgs& a) {
   if (!cluster.is_ok()) return fail(cluster.status());
   auto workload = load_workload(a, topts);
   if (!workload.is_ok()) return fail(workload.status());
-  std::fprintf(stderr, "trainyard simulate: %zu jobs from %s", workload->jobs.size(), a.trace.c_str());
-  if (workload->skipped_rows > 0) std::fprintf(stderr, " (%lld bad rows skipped)", static_cast<long long>(workload->skipped_rows));
-  std::fprintf(stderr, "; cluster %s: %zu nodes, %lld GPUs\n", a.cluster.c_str(), cluster->nodes.size(),
-               static_cast<long long>(cluster->total_gpus()));
+  std::fprintf(stderr, "trainyard simulate: %zu jobs from %s", workload->jobs.size(),
+               a.trace.c_str());
+  if (workload->skipped_rows > 0)
+    std::fprintf(stderr, " (%lld bad rows skipped)",
+                 static_cast<long long>(workload->skipped_rows));
+  std::fprintf(stderr, "; cluster %s: %zu nodes, %lld GPUs\n", a.cluster.c_str(),
+               cluster->nodes.size(), static_cast<long long>(cluster->total_gpus()));
   std::vector<sim::SimResult> results;
   std::vector<sim::Summary> summaries;
   for (const auto& name : names) {
@@ -147,37 +154,45 @@ int run(const SimulateArgs& a) {
       const util::Duration t = util::WallClock::steady_now();
       if (t - last_print < util::seconds(2)) return;
       last_print = t;
-      std::fprintf(stderr, "  %-9s %5.1f%% of jobs finished, simulated day %.1f\n", name.c_str(),
-                   100.0 * static_cast<double>(done) / static_cast<double>(std::max<int64_t>(total, 1)),
-                   util::to_seconds(now) / 86400.0);
+      std::fprintf(
+          stderr, "  %-9s %5.1f%% of jobs finished, simulated day %.1f\n", name.c_str(),
+          100.0 * static_cast<double>(done) / static_cast<double>(std::max<int64_t>(total, 1)),
+          util::to_seconds(now) / 86400.0);
     };
     opts.progress_every = 50000;
     auto r = sim::simulate(*workload, *cluster, opts);
     if (!r.is_ok()) {
-      std::fprintf(stderr, "trainyard simulate: %s: %s\n", name.c_str(), r.status().message().c_str());
+      std::fprintf(stderr, "trainyard simulate: %s: %s\n", name.c_str(),
+                   r.status().message().c_str());
       return kExitFailure;
     }
     summaries.push_back(sim::summarize(*r));
     std::fprintf(stderr, "  %-9s done in %.1fs (%lld events, %lld scheduler calls)\n", name.c_str(),
-                 r->wall_seconds, static_cast<long long>(r->events), static_cast<long long>(r->plan_calls));
+                 r->wall_seconds, static_cast<long long>(r->events),
+                 static_cast<long long>(r->plan_calls));
     results.push_back(std::move(r).value());
   }
   std::printf("\n%s", sim::comparison_table(summaries).c_str());
   for (const auto& s : summaries) {
     if (s.unfinished > 0) {
-      std::printf("note: %s left %lld jobs unfinished (they can never fit this cluster)\n", s.policy.c_str(),
-                  static_cast<long long>(s.unfinished));
+      std::printf("note: %s left %lld jobs unfinished (they can never fit this cluster)\n",
+                  s.policy.c_str(), static_cast<long long>(s.unfinished));
     }
   }
-  sim::RunInfo info{a.trace, a.cluster, cluster->total_gpus(), static_cast<int64_t>(workload->jobs.size()),
-                    workload->skipped_rows, a.seed};
+  sim::RunInfo info{a.trace,
+                    a.cluster,
+                    cluster->total_gpus(),
+                    static_cast<int64_t>(workload->jobs.size()),
+                    workload->skipped_rows,
+                    a.seed};
   auto written = sim::write_report(a.out, info, results, summaries, a.plot);
   if (!written.is_ok()) {
     std::fprintf(stderr, "trainyard simulate: %s\n", written.status().message().c_str());
     return kExitFailure;
   }
-  std::printf("\nwrote %zu files to %s/ (summary.json, per-job and timeline CSVs%s)\n", written->size(),
-              a.out.c_str(), a.plot ? ", jct-cdf.svg, gpu-allocation.svg, queue-length.svg" : "");
+  std::printf("\nwrote %zu files to %s/ (summary.json, per-job and timeline CSVs%s)\n",
+              written->size(), a.out.c_str(),
+              a.plot ? ", jct-cdf.svg, gpu-allocation.svg, queue-length.svg" : "");
   return kExitOk;
 }
 
@@ -185,32 +200,51 @@ int run(const SimulateArgs& a) {
 
 Runner add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Replay a job trace on a simulated cluster under several policies");
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Replay a job trace on a simulated cluster under several policies");
   cmd->add_option("--trace", args->trace,
-                  "trace file (Philly, Alibaba pods, Tiresias, Sia/Pollux or generic CSV), or synthetic:JOBS[:JOBS_PER_HOUR]")
+                  "trace file (Philly, Alibaba pods, Tiresias, Sia/Pollux or generic CSV), or "
+                  "synthetic:JOBS[:JOBS_PER_HOUR]")
       ->required();
-  cmd->add_option("--trace-format", args->trace_format, "auto, or one of the formats in docs/trace-formats.md")
+  cmd->add_option("--trace-format", args->trace_format,
+                  "auto, or one of the formats in docs/trace-formats.md")
       ->capture_default_str();
-  cmd->add_option("--cluster", args->cluster, "cluster YAML (see examples/clusters/), or an Alibaba node list CSV")
+  cmd->add_option("--cluster", args->cluster,
+                  "cluster YAML (see examples/clusters/), or an Alibaba node list CSV")
       ->required();
-  cmd->add_option("--policy", args->policies, "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority")
+  cmd->add_option("--policy", args->policies,
+                  "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "seed for everything random (priority classes of traces without them)")
+  cmd->add_option("--seed", args->seed,
+                  "seed for everything random (priority classes of traces without them)")
       ->capture_default_str();
-  cmd->add_option("--out", args->out, "folder for summary.json, CSVs and plots")->capture_default_str();
-  cmd->add_flag("--plot", args->plot, "also write SVG plots: JCT CDF, GPU allocation and queue length over time");
-  cmd->add_flag("--skip-bad-rows", args->skip_bad_rows, "skip malformed trace rows (and report how many) instead of stopping");
-  cmd->add_option("--max-jobs", args->max_jobs, "replay only the first N jobs by submit time (0 = all)")->capture_default_str();
+  cmd->add_option("--out", args->out, "folder for summary.json, CSVs and plots")
+      ->capture_default_str();
+  cmd->add_flag("--plot", args->plot,
+                "also write SVG plots: JCT CDF, GPU allocation and queue length over time");
+  cmd->add_flag("--skip-bad-rows", args->skip_bad_rows,
+                "skip malformed trace rows (and report how many) instead of stopping");
+  cmd->add_option("--max-jobs", args->max_jobs,
+                  "replay only the first N jobs by submit time (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-interval", args->checkpoint_interval_s,
-                  "seconds between checkpoints for jobs whose trace gives none; a preempted job loses the work since its last one")
+                  "seconds between checkpoints for jobs whose trace gives none; a preempted job "
+                  "loses the work since its last one")
       ->capture_default_str();
-  cmd->add_option("--restart-delay", args->restart_delay_s, "seconds a preempted job needs to start again")->capture_default_str();
-  cmd->add_option("--grace-period", args->grace_period_s, "seconds between a preemption notice and the stop")->capture_default_str();
-  cmd->add_option("--runtime-limit", args->runtime_limit, "runtime limits when the trace has none: exact, rounded or none")
+  cmd->add_option("--restart-delay", args->restart_delay_s,
+                  "seconds a preempted job needs to start again")
+      ->capture_default_str();
+  cmd->add_option("--grace-period", args->grace_period_s,
+                  "seconds between a preemption notice and the stop")
+      ->capture_default_str();
+  cmd->add_option("--runtime-limit", args->runtime_limit,
+                  "runtime limits when the trace has none: exact, rounded or none")
       ->check(CLI::IsMember({"exact", "rounded", "none"}))
       ->capture_default_str();
-  cmd->add_option("--gittins-prior", args->gittins_prior, "file of GPU-time samples (s): tiresias then orders by 2D-Gittins");
-  cmd->add_flag("--check-invariants", args->check_invariants, "check every plan against the scheduler's invariants (slower)");
+  cmd->add_option("--gittins-prior", args->gittins_prior,
+                  "file of GPU-time samples (s): tiresias then orders by 2D-Gittins");
+  cmd->add_flag("--check-invariants", args->check_invariants,
+                "check every plan against the scheduler's invariants (slower)");
   return [args] { return run(*args); };
 }
 

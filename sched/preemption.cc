@@ -169,38 +169,49 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
     fits = release_fits(idx, false);
   }
   std::vector<int> victims;
+  std::vector<int32_t> claimed;    // leaving jobs whose GPUs this job counts on
   std::vector<Assignment> future;  // where the job will start once the victims are gone
+  std::vector<uint8_t> restored(released.size(), 0);
   if (fits) {
-    // Reprieve, most valuable first: keep a victim running whenever the job still fits.
-    for (auto it = released.rbegin(); it != released.rend(); ++it) {
-      if (it->leaving) continue;
-      const SnapshotJob& v = ctx.snap.jobs[it->idx];
+    // Reprieve, most valuable first: keep a victim running (or a leaving job's GPUs for later
+    // jobs) whenever the job still fits without it.
+    for (size_t k = released.size(); k-- > 0;) {
+      const SnapshotJob& v = ctx.snap.jobs[released[k].idx];
       ctx.state.apply(v.placement, v.worker);
-      if (place(job, ctx.state, opts).fit == Fit::Fits) continue;
+      if (place(job, ctx.state, opts).fit == Fit::Fits) {
+        restored[k] = 1;
+        continue;
+      }
       ctx.state.release(v.placement, v.worker);
-      victims.push_back(it->idx);
+      if (released[k].leaving) {
+        claimed.push_back(ctx.victim_order.pos_of[released[k].idx]);
+      } else {
+        victims.push_back(released[k].idx);
+      }
     }
     future = place(job, ctx.state, opts).placement;
   }
-  // Restore the state: everything released and not reprieved goes back.
-  for (const Candidate& c : released) {
-    if (!fits || c.leaving || std::find(victims.begin(), victims.end(), c.idx) != victims.end()) {
-      const SnapshotJob& v = ctx.snap.jobs[c.idx];
-      ctx.state.apply(v.placement, v.worker);
-    }
+  // Restore the state: everything released goes back (it holds its GPUs until it stops).
+  for (size_t k = 0; k < released.size(); ++k) {
+    if (restored[k]) continue;
+    const SnapshotJob& v = ctx.snap.jobs[released[k].idx];
+    ctx.state.apply(v.placement, v.worker);
   }
   if (!fits) {
     if (!reclaim) ctx.preempt_memo.record_failure(shape);
     return false;
   }
+  // The GPUs of the leaving jobs this job counts on are promised to it: later jobs in this plan
+  // must not count on them too (they would wait for capacity that is not coming).
+  auto& leaving_pos = ctx.victim_order.leaving;
+  std::erase_if(leaving_pos, [&](int32_t pos) {
+    return std::find(claimed.begin(), claimed.end(), pos) != claimed.end();
+  });
   // By job id, not vector position, so the plan does not depend on the snapshot's job order.
   std::sort(victims.begin(), victims.end(),
             [&](int a, int b) { return ctx.snap.jobs[a].id < ctx.snap.jobs[b].id; });
   for (int v : victims) {
-    ctx.condemned[v] = 1;
-    auto& leaving_pos = ctx.victim_order.leaving;
-    const int32_t pos = ctx.victim_order.pos_of[v];
-    leaving_pos.insert(std::lower_bound(leaving_pos.begin(), leaving_pos.end(), pos), pos);
+    ctx.condemned[v] = 1;  // leaving now, and promised to this job: not in victim_order.leaving
     ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
   }
   // Hold the free part of the future placement: otherwise lower-ranked jobs take those GPUs

@@ -16,7 +16,9 @@ std::string ratio(double v, double base) {
   return fmt::format("{:.2f}x", v / base);
 }
 
-std::string pct(double v) { return fmt::format("{:.1f}%", v * 100.0); }
+std::string pct(double v) {
+  return fmt::format("{:.1f}%", v * 100.0);
+}
 
 }  // namespace
 
@@ -44,7 +46,8 @@ std::string comparison_table(const std::vector<Summary>& ss) {
       {"avg queue", [](const Summary& s) { return format_duration_s(s.avg_queue_s); }},
       {"makespan", [](const Summary& s) { return format_duration_s(s.makespan_s); }},
       {"GPU alloc", [](const Summary& s) { return pct(s.gpu_allocation); }},
-      {"preempt/job", [](const Summary& s) { return fmt::format("{:.3f}", s.preemptions_per_job); }},
+      {"preempt/job",
+       [](const Summary& s) { return fmt::format("{:.3f}", s.preemptions_per_job); }},
       {"GPU-h lost", [](const Summary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost); }},
       {"worst rho", [](const Summary& s) { return fmt::format("{:.0f}", s.worst_ftf); }},
       {"rho>1", [](const Summary& s) { return pct(s.unfair_share); }},
@@ -65,7 +68,8 @@ std::string comparison_table(const std::vector<Summary>& ss) {
   std::string out;
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i) {
-      out += i == 0 ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("  {:>{}}", row[i], width[i]);
+      out += i == 0 ? fmt::format("{:<{}}", row[i], width[i])
+                    : fmt::format("  {:>{}}", row[i], width[i]);
     }
     out += '\n';
   }
@@ -116,12 +120,14 @@ std::string jobs_csv(const SimResult& r) {
   for (size_t i = 0; i < r.jobs.size(); ++i) {
     const JobOutcome& j = r.jobs[i];
     const double jct = util::to_seconds(j.finish - j.submit);
-    out += fmt::format("{},{},{},{:.3f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{},{:.0f},{:.0f},{:.0f},{:.3f},", j.id.value(),
-                       j.team >= 0 ? r.teams[j.team] : "", j.priority, static_cast<double>(j.gpu_milli) / 1000.0,
-                       util::to_seconds(j.submit), util::to_seconds(j.first_start), util::to_seconds(j.finish),
-                       util::to_seconds(j.duration), util::to_seconds(j.finish - j.submit),
-                       util::to_seconds(j.first_start - j.submit), j.preemptions, util::to_seconds(j.lost_work),
-                       util::to_seconds(j.restart_overhead), t_iso[i], t_iso[i] > 0 ? jct / t_iso[i] : 1.0);
+    out += fmt::format(
+        "{},{},{},{:.3f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{},{:.0f},{:.0f},{:.0f},{:.3f},",
+        j.id.value(), j.team >= 0 ? r.teams[j.team] : "", j.priority,
+        static_cast<double>(j.gpu_milli) / 1000.0, util::to_seconds(j.submit),
+        util::to_seconds(j.first_start), util::to_seconds(j.finish), util::to_seconds(j.duration),
+        util::to_seconds(j.finish - j.submit), util::to_seconds(j.first_start - j.submit),
+        j.preemptions, util::to_seconds(j.lost_work), util::to_seconds(j.restart_overhead),
+        t_iso[i], t_iso[i] > 0 ? jct / t_iso[i] : 1.0);
     out.back() = '\n';
   }
   return out;
@@ -138,10 +144,13 @@ std::string timeline_csv(const SimResult& r) {
 
 util::Result<std::vector<std::string>> write_report(const std::string& dir, const RunInfo& info,
                                                     const std::vector<SimResult>& results,
-                                                    const std::vector<Summary>& summaries, bool plots) {
+                                                    const std::vector<Summary>& summaries,
+                                                    bool plots) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return util::invalid_argument(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
+  if (ec)
+    return util::invalid_argument(
+        fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
   std::vector<std::string> written;
   auto put = [&](const std::string& name, const std::string& content) -> util::Status {
     const std::string path = (std::filesystem::path(dir) / name).string();
@@ -183,11 +192,12 @@ util::Result<std::vector<std::string>> write_report(const std::string& dir, cons
                                                    .y_min = 0.0,
                                                    .y_max = 100.0,
                                                    .step = true})));
-  TY_RETURN_IF_ERROR(put("queue-length.svg", render_line_chart(queue, {.title = "Pending jobs over time",
-                                                                       .x_label = "time (days)",
-                                                                       .y_label = "jobs waiting",
-                                                                       .y_min = 0.0,
-                                                                       .step = true})));
+  TY_RETURN_IF_ERROR(
+      put("queue-length.svg", render_line_chart(queue, {.title = "Pending jobs over time",
+                                                        .x_label = "time (days)",
+                                                        .y_label = "jobs waiting",
+                                                        .y_min = 0.0,
+                                                        .step = true})));
   return written;
 }
 

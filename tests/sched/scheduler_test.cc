@@ -93,6 +93,29 @@ TEST(Scheduler, PriorityPreemptsLowerClassOnly) {
   EXPECT_TRUE(p.starts.empty());
 }
 
+TEST(Scheduler, CapacityPromisedToOneBeneficiaryIsNotCountedTwice) {
+  // Job 2 preempts job 1 and counts on its 6 GPUs plus the 2 free ones. Job 3, ranked next,
+  // must not wait on the same GPUs: nothing is left for it this cycle.
+  auto snap = SnapshotForTest()
+                  .node("n1", 8, "H100")
+                  .running(1, {.gpus = 6, .priority = 0}, {{"n1", {0, 1, 2, 3, 4, 5}}})
+                  .pending(2, {.gpus = 8, .priority = 100, .submitted = 1})
+                  .pending(3, {.gpus = 6, .priority = 100, .submitted = 2})
+                  .build();
+  Plan p = checked_plan(snap, "priority");
+  ASSERT_EQ(p.preemptions.size(), 1u);
+  EXPECT_EQ(reason_for(p, 2)->code, WaitCode::AwaitingVictims);
+  EXPECT_EQ(reason_for(p, 3)->code, WaitCode::NoCapacityNow);
+  // Next cycle, job 1 is in its grace period: job 2 still counts on it, job 3 still waits.
+  Snapshot next = snap;
+  next.jobs[0].phase = JobPhase::Preempting;
+  Plan q = checked_plan(next, "priority");
+  EXPECT_TRUE(q.preemptions.empty());
+  EXPECT_EQ(reason_for(q, 2)->code, WaitCode::AwaitingVictims);
+  EXPECT_EQ(reason_for(q, 2)->arg, 0);
+  EXPECT_EQ(reason_for(q, 3)->code, WaitCode::NoCapacityNow);
+}
+
 TEST(Scheduler, NeverFitsDoesNotBlockFifo) {
   auto snap = SnapshotForTest()
                   .node("n1", 4, "T4")
