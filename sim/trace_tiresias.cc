@@ -10,7 +10,8 @@
 namespace trainyard::sim {
 namespace {
 
-constexpr int kTiresiasGpusPerServer = 8;
+// The bundled cluster_spec.csv (the simulated testbed) has 4 GPUs per node.
+constexpr int kTiresiasGpusPerServer = 4;
 
 }  // namespace
 

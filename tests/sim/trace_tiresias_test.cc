@@ -43,8 +43,8 @@ TEST(TiresiasTrace, NamesLineAndColumnOfBadValuesAndSkipsThemWhenAsked) {
   ASSERT_TRUE(lenient.is_ok()) << lenient.status().to_string();
   EXPECT_EQ(lenient->skipped_rows, 4);
   ASSERT_EQ(lenient->jobs.size(), 2u);
-  EXPECT_EQ(lenient->jobs[1].spec.workers, 4);  // 32 GPUs on 8-GPU servers
-  EXPECT_EQ(lenient->jobs[1].spec.worker.gpus, 8);
+  EXPECT_EQ(lenient->jobs[1].spec.workers, 8);  // 32 GPUs on 4-GPU servers
+  EXPECT_EQ(lenient->jobs[1].spec.worker.gpus, 4);
   for (const auto& [row, where] : std::vector<std::pair<std::string, std::string>>{
            {"2,2,-4,157,inception4,127,26", ":2:3: column 'submit_time'"},
            {"3,1,79,513,vgg16,0,20", ":2:6: column 'duration'"},
