@@ -8,6 +8,7 @@
 
 #include "sched/admission.h"
 #include "sched/cluster_state.h"
+#include "sched/internal/victim_order.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/policy.h"
@@ -36,17 +37,6 @@ class FitMemo {
 
  private:
   std::unordered_set<Shape, ShapeHash> failed_;
-};
-
-// Running jobs as preemption candidates, least valuable first (for reclaim the newest start,
-// otherwise the lowest rank; ties by id). The order is fixed for one plan; only who is leaving
-// (preempting, or condemned by this plan) changes. Built by preempt_for() on first use, so
-// that a call walks candidates in order instead of collecting and sorting them each time.
-struct VictimOrder {
-  bool built = false;
-  std::vector<int> jobs;         // job indices of running and preempting jobs
-  std::vector<int32_t> pos_of;   // per job index: position in `jobs`, -1 if not running
-  std::vector<int32_t> leaving;  // positions in `jobs` of leaving jobs, ascending
 };
 
 struct PlanContext {

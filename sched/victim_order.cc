@@ -1,0 +1,72 @@
+#include "sched/internal/victim_order.h"
+
+#include <algorithm>
+
+#include "sched/queue_order.h"
+
+namespace trainyard::sched::internal {
+
+VictimFacts facts_of(const SnapshotJob& job, const TiresiasConfig& tiresias) {
+  return {.running_preemptible = job.preemptible && job.phase == JobPhase::Running,
+          .team = job.team,
+          .priority = job.priority,
+          .service_queue = tiresias_service_queue(job, tiresias),
+          .remaining = job.remaining};
+}
+
+void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, bool reclaim,
+                        const TiresiasConfig& tiresias) {
+  for (size_t i = 0; i < snap.jobs.size(); ++i) {
+    if (snap.jobs[i].is_running()) jobs.push_back(static_cast<int>(i));
+  }
+  std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
+    const SnapshotJob& ja = snap.jobs[a];
+    const SnapshotJob& jb = snap.jobs[b];
+    if (reclaim) {
+      if (ja.started != jb.started) return ja.started > jb.started;
+    } else if (rank_of[a] != rank_of[b]) {
+      return rank_of[a] > rank_of[b];
+    }
+    return ja.id > jb.id;
+  });
+  pos_of.assign(snap.jobs.size(), -1);
+  gone.assign(jobs.size(), 0);
+  skip.resize(jobs.size());
+  for (size_t pos = 0; pos < jobs.size(); ++pos) {
+    const SnapshotJob& job = snap.jobs[jobs[pos]];
+    pos_of[jobs[pos]] = static_cast<int32_t>(pos);
+    skip[pos] = static_cast<int32_t>(pos + 1);
+    facts.push_back(facts_of(job, tiresias));
+    first_.push_back(
+        {static_cast<int32_t>(assignments_.size()), static_cast<int32_t>(nodes_.size())});
+    const auto first_node = static_cast<std::ptrdiff_t>(nodes_.size());
+    for (const Assignment& a : job.placement) {
+      assignments_.push_back(a);
+      if (std::find(nodes_.begin() + first_node, nodes_.end(), a.node_idx) == nodes_.end()) {
+        nodes_.push_back(a.node_idx);
+      }
+    }
+    workers_.push_back({.cpu = job.worker.cpu, .memory = job.worker.memory});
+    if (job.phase != JobPhase::Preempting) continue;
+    leaving.push_back(static_cast<int32_t>(pos));
+    gone[pos] = 1;
+  }
+  first_.push_back(
+      {static_cast<int32_t>(assignments_.size()), static_cast<int32_t>(nodes_.size())});
+  built = true;
+}
+
+int32_t VictimOrder::skip_gone(int32_t pos) {
+  const auto end = static_cast<int32_t>(jobs.size());
+  int32_t found = pos;
+  while (found < end && gone[found]) found = skip[found];
+  // Point the gone positions passed on straight to `found` (path compression).
+  while (pos < found) {
+    const int32_t next = skip[pos];
+    skip[pos] = found;
+    pos = next;
+  }
+  return found;
+}
+
+}  // namespace trainyard::sched::internal
