@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "trainyard 0.1.0");
   std::string log_level = "warn";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
   trainyard::cli::Runner simulate = trainyard::cli::add_simulate_command(app);
   try {
     app.parse(argc, argv);

@@ -38,8 +38,8 @@ std::vector<double> isolated_completion_times(const SimResult& r) {
   for (size_t i = 0; i < r.jobs.size(); ++i) t_iso[i] = util::to_seconds(r.jobs[i].duration);
   for (size_t t = 0; t < by_team.size(); ++t) {
     if (by_team[t].empty() || total_weight <= 0) continue;
-    const double slice = std::max(
-        1.0, static_cast<double>(r.capacity_milli) * r.team_weights[t] / total_weight);
+    const double slice =
+        std::max(1.0, static_cast<double>(r.capacity_milli) * r.team_weights[t] / total_weight);
     // Strict FIFO list scheduling on `slice` milli-GPUs; a job larger than the slice takes all of
     // it for proportionally longer.
     std::sort(by_team[t].begin(), by_team[t].end(), [&](size_t a, size_t b) {
@@ -73,7 +73,8 @@ double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
-  const size_t idx = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
+  const size_t idx =
+      static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
   return values[idx];
 }
 
@@ -137,7 +138,9 @@ Summary summarize(const SimResult& r) {
   s.preemptions_per_job = preemptions / n;
   s.gpu_hours_lost = lost_gpu_s / 3600.0;
   s.worst_ftf = *std::max_element(rho.begin(), rho.end());
-  s.unfair_share = static_cast<double>(std::count_if(rho.begin(), rho.end(), [](double x) { return x > 1.0 + 1e-9; })) / n;
+  s.unfair_share = static_cast<double>(std::count_if(rho.begin(), rho.end(),
+                                                     [](double x) { return x > 1.0 + 1e-9; })) /
+                   n;
   std::vector<double> team_means;
   for (size_t t = 0; t < r.teams.size(); ++t) {
     if (team_rho[t].empty()) continue;

@@ -24,12 +24,12 @@ struct Summary {
   double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double avg_queue_s = 0, p99_queue_s = 0;  // submit to first start
   double makespan_s = 0;
-  double gpu_allocation = 0;   // allocated GPU-time / (capacity x makespan)
+  double gpu_allocation = 0;      // allocated GPU-time / (capacity x makespan)
   double useful_utilization = 0;  // work that counted / (capacity x makespan)
   double preemptions_per_job = 0;
-  double gpu_hours_lost = 0;   // thrown-away work + restart delays, in GPU-hours
+  double gpu_hours_lost = 0;  // thrown-away work + restart delays, in GPU-hours
   double worst_ftf = 0;
-  double unfair_share = 0;     // share of jobs with rho > 1
+  double unfair_share = 0;  // share of jobs with rho > 1
   double jain_teams = 0;
   std::map<std::string, double> avg_jct_by_priority_class;  // "high"/"normal"/"low"
   std::map<std::string, double> avg_jct_by_team;

@@ -32,7 +32,8 @@ util::Status Occupancy::take(const sched::SnapshotJob& job,
     node_of[a.worker] = a.node_idx;
   }
   for (int c : count) {
-    if (c != per_worker) return util::internal_error(fmt::format("job {}: gang not whole", job.id.value()));
+    if (c != per_worker)
+      return util::internal_error(fmt::format("job {}: gang not whole", job.id.value()));
   }
   for (int w = 0; w < job.workers; ++w) {
     NodeUse& u = nodes_[node_of[w]];
@@ -40,7 +41,8 @@ util::Status Occupancy::take(const sched::SnapshotJob& job,
     u.memory += job.worker.memory.value();
     const auto& n = snap_->nodes[node_of[w]];
     if (u.cpu > n.cpu.value() || u.memory > n.memory.value()) {
-      return util::internal_error(fmt::format("job {}: CPU or memory of {} over-committed", job.id.value(), n.name));
+      return util::internal_error(
+          fmt::format("job {}: CPU or memory of {} over-committed", job.id.value(), n.name));
     }
   }
   for (const auto& a : placement) {
@@ -56,8 +58,8 @@ util::Status Occupancy::take(const sched::SnapshotJob& job,
     } else {
       u.milli[a.gpu_idx] = static_cast<int16_t>(u.milli[a.gpu_idx] + a.milli);
       if (u.milli[a.gpu_idx] > model::kMilliPerGpu) {
-        return util::internal_error(fmt::format("job {}: GPU {} of {} given twice", job.id.value(), a.gpu_idx,
-                                                snap_->nodes[a.node_idx].name));
+        return util::internal_error(fmt::format("job {}: GPU {} of {} given twice", job.id.value(),
+                                                a.gpu_idx, snap_->nodes[a.node_idx].name));
       }
     }
     allocated_milli_ += share(a);
@@ -78,7 +80,8 @@ void Occupancy::give_back(const sched::SnapshotJob& job,
     if (a.gpu_idx < 0) continue;
     if (a.mig_profile >= 0) {
       const auto* accel = snap_->accelerators[snap_->nodes[a.node_idx].gpu_model];
-      u.mig[a.gpu_idx] = static_cast<uint8_t>(u.mig[a.gpu_idx] & ~accel->mig_profiles[a.mig_profile].slot_bits(a.mig_start));
+      u.mig[a.gpu_idx] = static_cast<uint8_t>(
+          u.mig[a.gpu_idx] & ~accel->mig_profiles[a.mig_profile].slot_bits(a.mig_start));
     } else {
       u.milli[a.gpu_idx] = static_cast<int16_t>(u.milli[a.gpu_idx] - a.milli);
     }

@@ -34,10 +34,10 @@ struct SimJob {
   int snap_idx = -1;
   uint32_t generation = 0;
   int attempts = 0;
-  Duration saved{0};            // work safe in a checkpoint
-  Duration base_attained{0};    // GPU-time of finished attempts (GPU-microseconds)
+  Duration saved{0};          // work safe in a checkpoint
+  Duration base_attained{0};  // GPU-time of finished attempts (GPU-microseconds)
   Time attempt_start{};
-  Time work_start{};            // attempt start + restart delay
+  Time work_start{};  // attempt start + restart delay
   int64_t milli = 0;
   std::vector<int32_t> dependents;
   JobOutcome outcome;
@@ -88,8 +88,8 @@ class Simulation {
     r.capacity_milli = occupancy_->capacity_milli();
     while (!events_.empty()) {
       const Time now = events_.top().time;
-      allocated_gpu_us_ += static_cast<double>(occupancy_->allocated_milli()) / model::kMilliPerGpu *
-                           static_cast<double>((now - last_time_).count());
+      allocated_gpu_us_ += static_cast<double>(occupancy_->allocated_milli()) /
+                           model::kMilliPerGpu * static_cast<double>((now - last_time_).count());
       last_time_ = now;
       bool changed = false;
       while (!events_.empty() && events_.top().time == now) {
@@ -120,7 +120,9 @@ class Simulation {
     SimJob& j = jobs_[e.job];
     if (e.generation != j.generation) return false;
     switch (e.kind) {
-      case EventKind::Arrival: arrive(e.job, now); return true;
+      case EventKind::Arrival:
+        arrive(e.job, now);
+        return true;
       case EventKind::Finish:
         if (j.phase != Phase::Running && j.phase != Phase::Preempting) return false;
         finish(e.job, now);
@@ -129,7 +131,8 @@ class Simulation {
         if (j.phase != Phase::Preempting) return false;
         stop(e.job, now);
         return true;
-      case EventKind::Replan: break;
+      case EventKind::Replan:
+        break;
     }
     return false;
   }
@@ -142,7 +145,8 @@ class Simulation {
     sj.remaining = j.trace->duration;
     sj.waiting_on = first_unfinished_dependency(idx);
     snap_.jobs.push_back(std::move(sj));
-    if (opts_.keep_arrival_order) snap_.arrival_order.push_back(j.snap_idx);  // in (submit, id) order
+    if (opts_.keep_arrival_order)
+      snap_.arrival_order.push_back(j.snap_idx);  // in (submit, id) order
     index_of_id_.push_back(idx);
     ++pending_;
     if (j.trace->spec.worker.gpus == 0 && j.trace->spec.worker.gpu_milli.value() == 0 &&
@@ -154,7 +158,8 @@ class Simulation {
   util::JobId first_unfinished_dependency(int32_t idx) const {
     for (util::JobId dep : jobs_[idx].trace->spec.depends_on) {
       const int64_t d = dep.value() - 1;
-      if (d >= 0 && d < static_cast<int64_t>(jobs_.size()) && jobs_[d].phase != Phase::Done) return dep;
+      if (d >= 0 && d < static_cast<int64_t>(jobs_.size()) && jobs_[d].phase != Phase::Done)
+        return dep;
     }
     return util::kNoJob;
   }
@@ -182,7 +187,8 @@ class Simulation {
     ++finished_;
     remove_from_snapshot(j);
     for (int32_t d : j.dependents) {
-      if (jobs_[d].phase == Phase::Pending) snap_.jobs[jobs_[d].snap_idx].waiting_on = first_unfinished_dependency(d);
+      if (jobs_[d].phase == Phase::Pending)
+        snap_.jobs[jobs_[d].snap_idx].waiting_on = first_unfinished_dependency(d);
     }
   }
 
@@ -238,14 +244,16 @@ class Simulation {
 
   util::Status decide(Time now, SimResult* r) {
     const bool preemptive = traits_.victims != sched::VictimRule::None;
-    if (!preemptive && occupancy_->free_milli() == 0 && cpu_only_pending_ == 0) return util::Status::ok();
+    if (!preemptive && occupancy_->free_milli() == 0 && cpu_only_pending_ == 0)
+      return util::Status::ok();
     if (pending_ == 0) return util::Status::ok();
     refresh_snapshot(now);
     const sched::Plan plan = sched::plan(snap_, opts_.policy, opts_.seed);
     ++r->plan_calls;
     if (opts_.full_invariant_check) {
-      TY_RETURN_IF_ERROR(sched::check_plan(snap_, plan, traits_.order != sched::QueueOrderKind::DominantShare)
-                             .with_context(fmt::format("after plan() at t={}s", util::to_seconds(now))));
+      TY_RETURN_IF_ERROR(
+          sched::check_plan(snap_, plan, traits_.order != sched::QueueOrderKind::DominantShare)
+              .with_context(fmt::format("after plan() at t={}s", util::to_seconds(now))));
     }
     for (const auto& p : plan.preemptions) notice(p.job, now);
     for (const auto& s : plan.starts) TY_RETURN_IF_ERROR(start(s, now));
@@ -262,7 +270,8 @@ class Simulation {
     TY_CHECK(j.phase == Phase::Running);
     j.phase = Phase::Preempting;
     snap_.jobs[j.snap_idx].phase = sched::JobPhase::Preempting;
-    events_.push(now + opts_.grace_period, EventKind::Stop, static_cast<int32_t>(id.value() - 1), j.generation);
+    events_.push(now + opts_.grace_period, EventKind::Stop, static_cast<int32_t>(id.value() - 1),
+                 j.generation);
   }
 
   util::Status start(const sched::StartAction& s, Time now) {

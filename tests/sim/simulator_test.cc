@@ -11,9 +11,9 @@ namespace trainyard::sim {
 namespace {
 
 ClusterConfig one_node(int gpus, const std::string& model = "V100-16GB") {
-  auto c = parse_cluster_yaml(
-      "pools:\n  - name: p\n    gpu: " + model + "\n    gpusPerNode: " + std::to_string(gpus) + "\n    nodes: 1\n",
-      "test.yaml");
+  auto c = parse_cluster_yaml("pools:\n  - name: p\n    gpu: " + model +
+                                  "\n    gpusPerNode: " + std::to_string(gpus) + "\n    nodes: 1\n",
+                              "test.yaml");
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return *c;
 }
@@ -120,14 +120,18 @@ Workload random_workload(uint64_t seed, int n) {
   for (int i = 0; i < n; ++i) {
     t += std::exponential_distribution<double>(1.0 / 60)(rng);
     const int gpus = std::array<int, 5>{1, 1, 2, 4, 8}[rng() % 5];
-    jobs.push_back({t, 60.0 * std::pow(10.0, std::uniform_real_distribution<double>(0, 2.5)(rng)), gpus,
-                    static_cast<int>(rng() % 3) * 100, "team" + std::to_string(rng() % 4), 300});
+    jobs.push_back({t, 60.0 * std::pow(10.0, std::uniform_real_distribution<double>(0, 2.5)(rng)),
+                    gpus, static_cast<int>(rng() % 3) * 100, "team" + std::to_string(rng() % 4),
+                    300});
   }
   return make(jobs);
 }
 
 TEST(Simulator, EveryJobFinishesUnderEveryPolicyWithInvariantsChecked) {
-  auto c = parse_cluster_yaml("pools:\n  - name: a\n    gpu: A100-80GB\n    gpusPerNode: 8\n    nodes: 3\n    nodesPerRack: 2\n", "c.yaml");
+  auto c = parse_cluster_yaml(
+      "pools:\n  - name: a\n    gpu: A100-80GB\n    gpusPerNode: 8\n    nodes: 3\n    "
+      "nodesPerRack: 2\n",
+      "c.yaml");
   ASSERT_TRUE(c.is_ok());
   const Workload w = random_workload(42, 300);
   for (const char* policy : {"fifo", "backfill", "srtf", "tiresias", "fair", "priority"}) {
@@ -141,7 +145,8 @@ TEST(Simulator, EveryJobFinishesUnderEveryPolicyWithInvariantsChecked) {
 }
 
 TEST(Simulator, SameSeedGivesByteIdenticalOutput) {
-  auto c = parse_cluster_yaml("pools:\n  - name: a\n    gpu: H100\n    gpusPerNode: 8\n    nodes: 2\n", "c.yaml");
+  auto c = parse_cluster_yaml(
+      "pools:\n  - name: a\n    gpu: H100\n    gpusPerNode: 8\n    nodes: 2\n", "c.yaml");
   ASSERT_TRUE(c.is_ok());
   const Workload w = random_workload(7, 200);
   for (const char* policy : {"backfill", "tiresias", "fair"}) {
@@ -173,7 +178,8 @@ TEST(Metrics, IsolatedTimeIsFifoOnTheTeamsWeightedSlice) {
     j.gpu_milli = milli;
     return j;
   };
-  r.jobs = {job(0, 0, 100, 1000), job(0, 0, 100, 1000), job(0, 50, 100, 1000), job(1, 0, 100, 2000)};
+  r.jobs = {job(0, 0, 100, 1000), job(0, 0, 100, 1000), job(0, 50, 100, 1000),
+            job(1, 0, 100, 2000)};
   const auto t = isolated_completion_times(r);
   ASSERT_EQ(t.size(), 4u);
   EXPECT_DOUBLE_EQ(t[0], 100);  // team a has 1 GPU: its jobs run one after another
