@@ -80,7 +80,6 @@ void ClusterState::apply(std::span<const Assignment> placement,
 void ClusterState::release(std::span<const Assignment> placement,
                            const model::WorkerRequest& worker) {
   change(placement, worker, +1);
-  ++release_epoch_;
 }
 
 void ClusterState::change(std::span<const Assignment> placement, const model::WorkerRequest& worker,

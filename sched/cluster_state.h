@@ -39,8 +39,6 @@ class ClusterState {
   // Nodes with a GPU partly taken by fractional shares, ascending: the only ones where a
   // fractional request can share a GPU rather than take a whole free one.
   std::span<const int32_t> shared_gpu_nodes() const { return shared_gpu_nodes_; }
-  // Bumped whenever capacity is released, so memoized "does not fit" answers expire.
-  uint64_t release_epoch() const { return release_epoch_; }
 
   // Takes (apply) or gives back (release) what `placement` holds; `worker` says the per-worker
   // CPU and memory, counted once per worker on its node.
@@ -66,7 +64,6 @@ class ClusterState {
   std::vector<int32_t> pos_;
   std::vector<int32_t> mig_nodes_;
   std::vector<int32_t> shared_gpu_nodes_;  // ascending
-  uint64_t release_epoch_ = 0;
 };
 
 }  // namespace trainyard::sched

@@ -43,6 +43,11 @@ struct SimJob {
   JobOutcome outcome;
 };
 
+bool cpu_only(const SimJob& j) {
+  const model::WorkerRequest& w = j.trace->spec.worker;
+  return w.gpus == 0 && w.gpu_milli.value() == 0 && w.mig_profile.empty();
+}
+
 class Simulation {
  public:
   Simulation(const Workload& w, const ClusterConfig& c, const SimOptions& o) : w_(w), opts_(o) {
@@ -149,8 +154,7 @@ class Simulation {
       snap_.arrival_order.push_back(j.snap_idx);  // in (submit, id) order
     index_of_id_.push_back(idx);
     ++pending_;
-    if (j.trace->spec.worker.gpus == 0 && j.trace->spec.worker.gpu_milli.value() == 0 &&
-        j.trace->spec.worker.mig_profile.empty()) {
+    if (cpu_only(j)) {
       ++cpu_only_pending_;
     }
   }
@@ -291,8 +295,7 @@ class Simulation {
     j.phase = Phase::Running;
     --pending_;
     ++running_;
-    if (j.trace->spec.worker.gpus == 0 && j.trace->spec.worker.gpu_milli.value() == 0 &&
-        j.trace->spec.worker.mig_profile.empty()) {
+    if (cpu_only(j)) {
       --cpu_only_pending_;
     }
     events_.push(j.work_start + (j.trace->duration - j.saved), EventKind::Finish,
