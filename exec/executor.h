@@ -1,0 +1,88 @@
+// Starts, signals, watches and kills job worker processes. The server decides what runs where;
+// an Executor only carries it out and reports what happened. Implementations are thread-safe.
+//
+// Each worker runs under a small wrapper (`trainyard __exec-wrapper`, see wrapper.h) in its own
+// session and process group. The wrapper writes `pid` when it starts and `exit_status` when the
+// worker ends into the worker's run dir, and copies the worker's stdout+stderr into
+// `output.log` up to a size cap. So a worker outlives a server crash, and a restarted server can
+// re-adopt it (find()) and learn its real outcome (poll()) without being its parent.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "util/ids.h"
+#include "util/status.h"
+
+namespace trainyard::exec {
+
+// Files in a worker's run dir.
+inline constexpr const char* kPidFile = "pid";                // "<pid> <start_ticks>\n"
+inline constexpr const char* kExitStatusFile = "exit_status";  // "exited <code>\n" | "signaled <sig>\n"
+inline constexpr const char* kLogFile = "output.log";
+inline constexpr const char* kNoticeFile = "preempt_notice";  // written when notice is given
+
+struct WorkerLaunch {
+  util::JobId job;
+  int attempt = 1;
+  int rank = 0;  // gang: WORLD_SIZE / RANK / LOCAL_RANK / MASTER_ADDR / MASTER_PORT are set
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::vector<std::string> argv;  // command + args; run directly, never through a shell
+  std::vector<std::pair<std::string, std::string>> env;  // user env; trainyard's vars win
+  std::string working_dir;                                // empty = run_dir
+  std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES entries (UUIDs)
+  std::string checkpoint_dir;                // TRAINYARD_CHECKPOINT_DIR (created if missing)
+  std::filesystem::path run_dir;             // created if missing
+  int64_t log_cap_bytes = 64 << 20;
+};
+
+// A running worker. start_ticks (field 22 of /proc/<pid>/stat) guards against pid reuse.
+struct ProcessRef {
+  int pid = 0;
+  int64_t start_ticks = 0;
+  bool operator==(const ProcessRef&) const = default;
+};
+
+enum class ExitKind {
+  Running,   // still alive
+  Exited,    // code = exit code
+  Signaled,  // code = signal number
+  Lost,      // gone and no exit status was recorded (killed with its wrapper, or vanished)
+};
+
+struct ProcessStatus {
+  ExitKind kind = ExitKind::Running;
+  int code = 0;
+  std::string detail;  // human-readable, e.g. "exited with code 3", "killed by SIGKILL"
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual util::Result<ProcessRef> launch(const WorkerLaunch& w) = 0;
+  // Reaps it when it is our child; otherwise checks liveness and reads run_dir/exit_status.
+  virtual ProcessStatus poll(const ProcessRef& p, const std::filesystem::path& run_dir) = 0;
+  // Writes run_dir/preempt_notice (with `reason`) and sends `signal` to the worker's group.
+  virtual util::Status notify(const ProcessRef& p, const std::filesystem::path& run_dir,
+                              int signal, std::string_view reason) = 0;
+  // SIGKILL to the whole group. Succeeds when it is already gone.
+  virtual util::Status kill(const ProcessRef& p) = 0;
+  // Reads run_dir/pid (for a worker launched just before a crash, whose pid never reached the
+  // store). NotFound when there is no pid file.
+  virtual util::Result<ProcessRef> find(const std::filesystem::path& run_dir) = 0;
+};
+using ExecutorPtr = std::unique_ptr<Executor>;
+
+struct LocalExecutorOptions {
+  std::string wrapper_path;  // the trainyard binary (runs `<wrapper_path> __exec-wrapper ...`)
+};
+ExecutorPtr make_local_executor(const LocalExecutorOptions& options);
+
+}  // namespace trainyard::exec

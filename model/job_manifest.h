@@ -1,0 +1,56 @@
+// A job as a user writes it: a Kubernetes-shaped YAML (or JSON) document with the scheduler's
+// request (model::JobSpec) and how to run it (command, env, checkpoint dir). The same parser
+// reads files given to `trainyard submit`, API request bodies and the store's canonical JSON,
+// so a spec means one thing everywhere. Errors name file:line and the fix; see docs/job-spec.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/job.h"
+#include "model/labels.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace trainyard::model {
+
+// How a worker process is started: argv = command + args, never through a shell.
+struct ProcessTemplate {
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // in the order written
+  std::string working_dir;                               // empty = the server's job run dir
+};
+
+struct CheckpointPolicy {
+  std::string dir;                                             // empty = server picks one
+  util::Duration grace_period = std::chrono::seconds(30);      // notice -> SIGKILL
+};
+
+inline constexpr int kDefaultBackoffLimit = 3;
+
+struct JobManifest {
+  // spec.name = metadata.name; spec.runtime_limit = activeDeadlineSeconds;
+  // spec.allowed_gpu_models from the node selector's trainyard.dev/gpu.product.
+  JobSpec spec;
+  Labels labels;                        // metadata.labels
+  std::vector<std::string> depends_on;  // job names or numeric ids, as written
+  int backoff_limit = kDefaultBackoffLimit;
+  ProcessTemplate process;
+  CheckpointPolicy checkpoint;
+};
+
+// Parses one `apiVersion: trainyard.dev/v1, kind: Job` document (YAML or JSON text).
+// `file` names the source in error messages ("job.yaml:14: ...").
+util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file);
+
+// Canonical JSON text of `m`, in the same Kubernetes shape; parse_job_manifest() reads it back
+// to an equal manifest.
+std::string job_manifest_to_json(const JobManifest& m);
+
+// Same document as YAML, for `trainyard show -o yaml`.
+std::string job_manifest_to_yaml(const JobManifest& m);
+
+}  // namespace trainyard::model

@@ -1,0 +1,136 @@
+// Durable state of the control plane in one SQLite file: jobs (current row per job), their
+// append-only event log, attempts (with worker pids for re-adoption after a restart) and API
+// tokens (hashes only). WAL journal with synchronous=FULL: a committed transaction survives
+// kill -9 and power loss. The schema is versioned; open() migrates older files forward.
+//
+// Thread-compatible: one Store per thread, or callers serialize access. A second Store on the
+// same file (e.g. a read-only one for queries) is fine: WAL lets readers run beside the writer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/job_state.h"
+#include "util/clock.h"
+#include "util/ids.h"
+#include "util/status.h"
+
+namespace trainyard::store {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct JobRecord {
+  util::JobId id{0};  // assigned by insert_job
+  std::string name;
+  std::string team;
+  model::JobState state = model::JobState::Pending;
+  int attempt = 1;
+  int priority = 0;
+  std::string manifest_json;  // model::job_manifest_to_json() of the submitted spec
+  util::Time submitted{};
+  util::Time updated{};
+  util::Time queued_since{};
+  util::Time started{};   // start of the current/last attempt; kEpoch = never
+  util::Time finished{};  // kEpoch = not finished
+  util::Time not_before{};  // retry backoff: not schedulable before this time
+  int failures = 0;         // failed attempts so far (compared with backoffLimit)
+  util::Duration attained_gpu_time{0};
+  std::string reason;          // reason of the last transition
+  std::string placement_json;  // current attempt's placement; empty when not placed
+};
+
+struct EventRecord {
+  int64_t seq = 0;  // assigned by append_event; increases with every event
+  util::JobId job{0};
+  util::Time at{};
+  std::string type;  // "Submitted", "Transition", "Preempting", "Warning", ...
+  std::string from_state;
+  std::string to_state;
+  int attempt = 1;
+  std::string reason;
+};
+
+struct AttemptRecord {
+  util::JobId job{0};
+  int attempt = 1;
+  util::Time started{};
+  util::Time ended{};           // kEpoch while running
+  std::string placement_json;   // where it ran
+  std::string processes_json;   // [{"rank":0,"pid":123,"start_ticks":456,"run_dir":"..."}]
+  std::string outcome;          // "", "succeeded", "failed", "preempted", "cancelled", "lost"
+  int exit_code = 0;
+};
+
+struct TokenRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string team;  // empty for an admin token
+  bool admin = false;
+  std::string hash_hex;  // SHA-256 of the secret; the secret itself is never stored
+  util::Time created{};
+  bool revoked = false;
+};
+
+// Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
+struct JobFilter {
+  std::optional<model::JobState> state;
+  std::string team;  // empty = all teams
+  std::string name;  // empty = any name
+  int64_t before = 0;
+  int limit = 100;
+};
+
+struct OpenOptions {
+  bool read_only = false;
+};
+
+class Store {
+ public:
+  static util::Result<std::unique_ptr<Store>> open(const std::filesystem::path& path,
+                                                   const OpenOptions& options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int schema_version() const;
+
+  // Runs `body` in one transaction (BEGIN IMMEDIATE ... COMMIT): all of its writes are durable
+  // when this returns OK, none when `body` or the commit fails. Not reentrant.
+  util::Status transaction(const std::function<util::Status()>& body);
+
+  // Writes. Outside transaction() each is its own durable transaction.
+  util::Result<util::JobId> insert_job(const JobRecord& job);  // ignores job.id
+  util::Status update_job(const JobRecord& job);               // NotFound if absent
+  util::Result<int64_t> append_event(const EventRecord& event);  // returns seq
+  util::Status put_attempt(const AttemptRecord& attempt);        // insert or replace
+  util::Result<int64_t> insert_token(const TokenRecord& token);
+  util::Status revoke_token(int64_t id);
+
+  // Reads.
+  util::Result<std::optional<JobRecord>> get_job(util::JobId id);
+  util::Result<std::vector<JobRecord>> list_jobs(const JobFilter& filter);
+  util::Result<int64_t> count_jobs(const JobFilter& filter);  // ignores before/limit
+  util::Result<std::vector<JobRecord>> active_jobs();  // every job not in a terminal state
+  // Newest job of `team` (any team when empty) named `name`.
+  util::Result<std::optional<JobRecord>> find_job_by_name(const std::string& team,
+                                                          const std::string& name);
+  util::Result<std::vector<EventRecord>> events(util::JobId job, int64_t after_seq = 0,
+                                                int limit = 1000);
+  util::Result<std::vector<AttemptRecord>> attempts(util::JobId job);
+  util::Result<std::optional<AttemptRecord>> attempt(util::JobId job, int attempt);
+  util::Result<std::optional<TokenRecord>> find_token(const std::string& hash_hex);
+  util::Result<std::vector<TokenRecord>> tokens();
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+using StorePtr = std::unique_ptr<Store>;
+
+}  // namespace trainyard::store
