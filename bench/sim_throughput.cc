@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cluster_config.h"
+#include "model/cluster_config.h"
 #include "sim/simulator.h"
 #include "sim/workload.h"
 

@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "sched/policy.h"
-#include "sim/cluster_config.h"
+#include "model/cluster_config.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
 #include "sim/simulator.h"

@@ -6,13 +6,13 @@
 #include <string>
 
 #include "model/node.h"
-#include "sim/cluster_config.h"
+#include "model/cluster_config.h"
 #include "util/status.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace trainyard;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto cluster = sim::parse_cluster_yaml(text, "fuzz.yaml");
+  auto cluster = model::parse_cluster_yaml(text, "fuzz.yaml");
   if (!cluster.is_ok()) return 0;
   TY_CHECK(!cluster->nodes.empty());
   int64_t id = 1;

@@ -17,6 +17,7 @@ struct Edge {
 };
 constexpr Edge kAllowed[] = {
     {JobState::Pending, JobState::Admitted},   {JobState::Pending, JobState::Cancelled},
+    {JobState::Pending, JobState::Failed},  // a dependency failed: it can never start
     {JobState::Admitted, JobState::Placed},    {JobState::Admitted, JobState::Pending},
     {JobState::Admitted, JobState::Cancelled}, {JobState::Placed, JobState::Running},
     {JobState::Placed, JobState::Pending},     {JobState::Placed, JobState::Failed},

@@ -10,13 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "model/cluster_config.h"
 #include "sched/policy_config.h"
-#include "sim/cluster_config.h"
 #include "sim/workload.h"
 #include "util/clock.h"
 #include "util/status.h"
 
 namespace trainyard::sim {
+
+using model::ClusterConfig;
+using model::load_cluster_yaml;
+using model::parse_cluster_yaml;
 
 struct SimOptions {
   sched::PolicyConfig policy;

@@ -1,16 +1,18 @@
-#include "sim/cluster_config.h"
+#include "model/cluster_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "model/accelerator.h"
 #include "model/quantity.h"
 
-namespace trainyard::sim {
+namespace trainyard::model {
 namespace {
 
 // Most nodes a cluster file may describe: far above real clusters (Philly ~550 servers, the
@@ -20,7 +22,8 @@ constexpr int64_t kMaxClusterNodes = 100'000;
 
 class Parser {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {}
+  Parser(std::string file, ClusterParseOptions options)
+      : file_(std::move(file)), options_(std::move(options)) {}
 
   util::Status error(const YAML::Node& n, std::string_view msg) const {
     const auto m = n.Mark();
@@ -273,17 +276,36 @@ class Parser {
     return util::Status::ok();
   }
 
+  util::Status root_keys(const YAML::Node& root) const {
+    std::vector<std::string> allowed = {"name", "teams"};
+    if (options_.allow_nodes) allowed.insert(allowed.end(), {"pools", "nodes"});
+    allowed.insert(allowed.end(), options_.extra_root_keys.begin(), options_.extra_root_keys.end());
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      if (key == "pools" || key == "nodes") {
+        return error(kv.first, fmt::format("'{}' is not allowed here: the nodes are this "
+                                           "machine's GPUs (see --gpus)",
+                                           key));
+      }
+      return error(kv.first, fmt::format("unknown key '{}' in {}; allowed: {}", key,
+                                         options_.allow_nodes ? "the cluster file" : "the config",
+                                         fmt::join(allowed, ", ")));
+    }
+    return util::Status::ok();
+  }
+
   util::Result<ClusterConfig> parse(const YAML::Node& root) {
     if (!root.IsMap())
       return error(root, "the cluster file must be a mapping with pools:, nodes: and teams:");
-    TY_RETURN_IF_ERROR(only_keys(root, "the cluster file", {"name", "pools", "nodes", "teams"}));
+    TY_RETURN_IF_ERROR(root_keys(root));
     ClusterConfig out;
     if (root["name"]) {
       TY_ASSIGN_OR_RETURN(out.name, str(root["name"], "name"));
     }
     for (const char* section : {"pools", "nodes", "teams"}) {
       const YAML::Node list = root[section];
-      if (!list) continue;
+      if (!list || (!options_.allow_nodes && std::string_view(section) != "teams")) continue;
       if (!list.IsSequence())
         return error(list, fmt::format("{} must be a list (items start with '- ')", section));
       for (const auto& item : list) {
@@ -296,7 +318,7 @@ class Parser {
         }
       }
     }
-    if (out.nodes.empty())
+    if (out.nodes.empty() && options_.require_nodes)
       return error(root,
                    "the cluster has no nodes; add a pool with nodes: <count> or a nodes: list");
     int64_t id = 1;
@@ -306,6 +328,7 @@ class Parser {
 
  private:
   std::string file_;
+  ClusterParseOptions options_;
   std::set<std::string> names_;
 };
 
@@ -317,10 +340,11 @@ int64_t ClusterConfig::total_gpus() const {
   return g;
 }
 
-util::Result<ClusterConfig> parse_cluster_yaml(const std::string& text, const std::string& file) {
+util::Result<ClusterConfig> parse_cluster_yaml(const std::string& text, const std::string& file,
+                                               const ClusterParseOptions& options) {
   try {
     const YAML::Node root = YAML::Load(text);
-    Parser parser(file);
+    Parser parser(file, options);
     return parser.parse(root);
   } catch (const YAML::Exception& e) {
     return util::invalid_argument(fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1,
@@ -336,4 +360,4 @@ util::Result<ClusterConfig> load_cluster_yaml(const std::string& path) {
   return parse_cluster_yaml(buf.str(), path);
 }
 
-}  // namespace trainyard::sim
+}  // namespace trainyard::model

@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "sim/cluster_config.h"
+#include "model/cluster_config.h"
 
-namespace trainyard::sim {
+namespace trainyard::model {
 namespace {
 
 TEST(ExampleClusters, EveryExampleParses) {
@@ -58,4 +58,4 @@ TEST(ClusterYaml, ErrorsNameLineColumnAndFix) {
 }
 
 }  // namespace
-}  // namespace trainyard::sim
+}  // namespace trainyard::model
