@@ -35,8 +35,8 @@ struct JobRecord {
   util::Time submitted{};
   util::Time updated{};
   util::Time queued_since{};
-  util::Time started{};   // start of the current/last attempt; kEpoch = never
-  util::Time finished{};  // kEpoch = not finished
+  util::Time started{};     // start of the current/last attempt; kEpoch = never
+  util::Time finished{};    // kEpoch = not finished
   util::Time not_before{};  // retry backoff: not schedulable before this time
   int failures = 0;         // failed attempts so far (compared with backoffLimit)
   util::Duration attained_gpu_time{0};
@@ -59,10 +59,10 @@ struct AttemptRecord {
   util::JobId job{0};
   int attempt = 1;
   util::Time started{};
-  util::Time ended{};           // kEpoch while running
-  std::string placement_json;   // where it ran
-  std::string processes_json;   // [{"rank":0,"pid":123,"start_ticks":456,"run_dir":"..."}]
-  std::string outcome;          // "", "succeeded", "failed", "preempted", "cancelled", "lost"
+  util::Time ended{};          // kEpoch while running
+  std::string placement_json;  // where it ran
+  std::string processes_json;  // [{"rank":0,"pid":123,"start_ticks":456,"run_dir":"..."}]
+  std::string outcome;         // "", "succeeded", "failed", "preempted", "cancelled", "lost"
   int exit_code = 0;
 };
 
@@ -77,6 +77,7 @@ struct TokenRecord {
 };
 
 // Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
+// `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
 struct JobFilter {
   std::optional<model::JobState> state;
   std::string team;  // empty = all teams
@@ -86,11 +87,19 @@ struct JobFilter {
 };
 
 struct OpenOptions {
+  // Opens an existing file, already at kSchemaVersion, without creating or migrating anything.
   bool read_only = false;
 };
 
+// Errors: every SQLite failure is a Status naming the operation and SQLite's message:
+// Unavailable when another writer holds the file for more than 5 s, AlreadyExists for a
+// duplicate token hash, FailedPrecondition for a broken constraint (an event or attempt of a job
+// that does not exist), a read-only store asked to write, or a file this build cannot use.
 class Store {
  public:
+  // Creates the file (and its missing parent directories, mode 0700) unless read_only, and
+  // migrates it to kSchemaVersion. Refuses a newer schema, a non-SQLite file and a foreign
+  // SQLite database with FailedPrecondition naming the path.
   static util::Result<std::unique_ptr<Store>> open(const std::filesystem::path& path,
                                                    const OpenOptions& options = {});
   ~Store();
@@ -104,8 +113,8 @@ class Store {
   util::Status transaction(const std::function<util::Status()>& body);
 
   // Writes. Outside transaction() each is its own durable transaction.
-  util::Result<util::JobId> insert_job(const JobRecord& job);  // ignores job.id
-  util::Status update_job(const JobRecord& job);               // NotFound if absent
+  util::Result<util::JobId> insert_job(const JobRecord& job);    // ignores job.id
+  util::Status update_job(const JobRecord& job);                 // NotFound if absent
   util::Result<int64_t> append_event(const EventRecord& event);  // returns seq
   util::Status put_attempt(const AttemptRecord& attempt);        // insert or replace
   util::Result<int64_t> insert_token(const TokenRecord& token);
@@ -115,15 +124,16 @@ class Store {
   util::Result<std::optional<JobRecord>> get_job(util::JobId id);
   util::Result<std::vector<JobRecord>> list_jobs(const JobFilter& filter);
   util::Result<int64_t> count_jobs(const JobFilter& filter);  // ignores before/limit
-  util::Result<std::vector<JobRecord>> active_jobs();  // every job not in a terminal state
+  util::Result<std::vector<JobRecord>> active_jobs();         // every job not in a terminal state
   // Newest job of `team` (any team when empty) named `name`.
   util::Result<std::optional<JobRecord>> find_job_by_name(const std::string& team,
                                                           const std::string& name);
+  // Events of `job` with seq > after_seq, oldest first; `limit` as in JobFilter.
   util::Result<std::vector<EventRecord>> events(util::JobId job, int64_t after_seq = 0,
                                                 int limit = 1000);
   util::Result<std::vector<AttemptRecord>> attempts(util::JobId job);
   util::Result<std::optional<AttemptRecord>> attempt(util::JobId job, int attempt);
-  util::Result<std::optional<TokenRecord>> find_token(const std::string& hash_hex);
+  util::Result<std::optional<TokenRecord>> find_token(const std::string& hash_hex);  // revoked too
   util::Result<std::vector<TokenRecord>> tokens();
 
  private:
