@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "sched/policy.h"
 #include "model/cluster_config.h"
+#include "sched/policy.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
 #include "sim/simulator.h"

@@ -21,8 +21,9 @@
 namespace trainyard::exec {
 
 // Files in a worker's run dir.
-inline constexpr const char* kPidFile = "pid";                // "<pid> <start_ticks>\n"
-inline constexpr const char* kExitStatusFile = "exit_status";  // "exited <code>\n" | "signaled <sig>\n"
+inline constexpr const char* kPidFile = "pid";  // "<pid> <start_ticks>\n"
+// "exited <code>\n" or "signaled <sig>\n", written by the wrapper when the worker ends.
+inline constexpr const char* kExitStatusFile = "exit_status";
 inline constexpr const char* kLogFile = "output.log";
 inline constexpr const char* kNoticeFile = "preempt_notice";  // written when notice is given
 
@@ -36,10 +37,11 @@ struct WorkerLaunch {
   int master_port = 0;
   std::vector<std::string> argv;  // command + args; run directly, never through a shell
   std::vector<std::pair<std::string, std::string>> env;  // user env; trainyard's vars win
-  std::string working_dir;                                // empty = run_dir
-  std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES entries (UUIDs)
-  std::string checkpoint_dir;                // TRAINYARD_CHECKPOINT_DIR (created if missing)
-  std::filesystem::path run_dir;             // created if missing
+  std::string working_dir;                               // empty = run_dir
+  // CUDA_VISIBLE_DEVICES entries (UUIDs). None: CUDA_VISIBLE_DEVICES="" (CUDA shows no GPU).
+  std::vector<std::string> visible_devices;
+  std::string checkpoint_dir;     // TRAINYARD_CHECKPOINT_DIR (created if missing)
+  std::filesystem::path run_dir;  // created if missing
   int64_t log_cap_bytes = 64 << 20;
 };
 
@@ -70,8 +72,9 @@ class Executor {
   // Reaps it when it is our child; otherwise checks liveness and reads run_dir/exit_status.
   virtual ProcessStatus poll(const ProcessRef& p, const std::filesystem::path& run_dir) = 0;
   // Writes run_dir/preempt_notice (with `reason`) and sends `signal` to the worker's group.
-  virtual util::Status notify(const ProcessRef& p, const std::filesystem::path& run_dir,
-                              int signal, std::string_view reason) = 0;
+  // NotFound (and no notice written) when the worker is no longer running.
+  virtual util::Status notify(const ProcessRef& p, const std::filesystem::path& run_dir, int signal,
+                              std::string_view reason) = 0;
   // SIGKILL to the whole group. Succeeds when it is already gone.
   virtual util::Status kill(const ProcessRef& p) = 0;
   // Reads run_dir/pid (for a worker launched just before a crash, whose pid never reached the

@@ -27,6 +27,7 @@ struct WorkerRequest {
 
   // GPU share one worker takes, in milli-GPUs (a MIG instance counts as compute_slices/7).
   GpuMilli gpu_share() const;
+  bool operator==(const WorkerRequest&) const = default;
 };
 
 // Named priority classes map to integers; higher runs first.
@@ -54,6 +55,7 @@ struct JobSpec {
 
   GpuMilli total_gpu_share() const { return worker.gpu_share() * workers; }
   int total_gpus() const { return worker.gpus * workers; }
+  bool operator==(const JobSpec&) const = default;
 };
 
 }  // namespace trainyard::model

@@ -22,24 +22,32 @@ struct ProcessTemplate {
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;  // in the order written
   std::string working_dir;                               // empty = the server's job run dir
+
+  bool operator==(const ProcessTemplate&) const = default;
 };
 
 struct CheckpointPolicy {
-  std::string dir;                                             // empty = server picks one
-  util::Duration grace_period = std::chrono::seconds(30);      // notice -> SIGKILL
+  std::string dir;                                         // empty = server picks one
+  util::Duration grace_period = std::chrono::seconds(30);  // notice -> SIGKILL
+
+  bool operator==(const CheckpointPolicy&) const = default;
 };
 
 inline constexpr int kDefaultBackoffLimit = 3;
 
 struct JobManifest {
   // spec.name = metadata.name; spec.runtime_limit = activeDeadlineSeconds;
-  // spec.allowed_gpu_models from the node selector's trainyard.dev/gpu.product.
+  // spec.allowed_gpu_models from the node selector's trainyard.dev/gpu.product (which is not
+  // kept in spec.node_selector); spec.checkpoint_interval = checkpoint.intervalSeconds.
+  // spec.depends_on stays empty: whoever admits the job resolves `depends_on` to ids.
   JobSpec spec;
   Labels labels;                        // metadata.labels
   std::vector<std::string> depends_on;  // job names or numeric ids, as written
   int backoff_limit = kDefaultBackoffLimit;
   ProcessTemplate process;
   CheckpointPolicy checkpoint;
+
+  bool operator==(const JobManifest&) const = default;
 };
 
 // Parses one `apiVersion: trainyard.dev/v1, kind: Job` document (YAML or JSON text).

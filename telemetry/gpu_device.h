@@ -17,9 +17,9 @@ struct MigInstance {
 
 struct GpuDevice {
   int index = 0;
-  std::string uuid;        // "GPU-..." (synthetic ones: "GPU-sim-...")
-  std::string name;        // driver's name, e.g. "NVIDIA H100 80GB HBM3"
-  std::string model;       // canonical accelerator name ("H100-80GB"), or `name` if unknown
+  std::string uuid;   // "GPU-..." (synthetic ones: "GPU-sim-...")
+  std::string name;   // driver's name, e.g. "NVIDIA H100 80GB HBM3"
+  std::string model;  // canonical accelerator name ("H100-80GB"), or `name` if unknown
   model::Bytes memory{0};
   bool mig_enabled = false;
   std::vector<MigInstance> mig_instances;

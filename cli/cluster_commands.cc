@@ -1,0 +1,118 @@
+// Client commands about the cluster: `nodes`, `queues`, and `token create`.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/job_lookup.h"
+#include "cli/output.h"
+
+namespace trainyard::cli {
+namespace {
+
+using nlohmann::json;
+
+int print(const json& j, const std::string& output, const std::function<void()>& table) {
+  if (output == "json") {
+    std::cout << j.dump(2) << "\n";
+  } else if (output == "yaml") {
+    std::cout << to_yaml(j);
+  } else if (output.empty()) {
+    table();
+  } else {
+    return report("", util::invalid_argument("-o must be json or yaml"));
+  }
+  return kExitOk;
+}
+
+Runner add_nodes(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string output;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("nodes", "List the nodes (this machine's GPUs) and their use");
+  cmd->add_option("-o,--output", o->output, "json or yaml");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    ApiClient api(o->client);
+    auto r = api.get("/api/v1/nodes");
+    if (!r.is_ok()) return report("nodes", r.status());
+    return print(*r, o->output, [&] {
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& n : (*r)["items"]) {
+        rows.push_back(
+            {cell(n["name"]), n["gpuModel"].get<std::string>().empty() ? "-" : cell(n["gpuModel"]),
+             fmt::format("{}/{}", cell(n["gpusInUse"]), cell(n["gpus"])),
+             n["simulated"].get<bool>() ? "simulated" : "real", n["mig"].get<bool>() ? "yes" : "no",
+             fmt::format("{}", n["cpuMilli"].get<int64_t>() / 1000),
+             fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30)});
+      }
+      std::cout << render_table({"NAME", "GPU", "IN USE", "KIND", "MIG", "CPU", "MEMORY"}, rows);
+    });
+  };
+}
+
+Runner add_queues(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string output;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("queues", "List teams: quotas, pending and running jobs");
+  cmd->add_option("-o,--output", o->output, "json or yaml");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    ApiClient api(o->client);
+    auto r = api.get("/api/v1/queues");
+    if (!r.is_ok()) return report("queues", r.status());
+    return print(*r, o->output, [&] {
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& q : (*r)["items"]) {
+        std::string quota;
+        for (const auto& [k, v] : q["quota"].items())
+          quota += (quota.empty() ? "" : ",") + k + "=" + cell(v);
+        rows.push_back({cell(q["name"]), cell(q["weight"]), quota.empty() ? "-" : quota,
+                        cell(q["pending"]), cell(q["running"]), cell(q["gpusInUse"])});
+      }
+      std::cout << "policy: " << cell((*r)["policy"]) << "\n";
+      std::cout << render_table({"TEAM", "WEIGHT", "QUOTA", "PENDING", "RUNNING", "GPUS IN USE"},
+                                rows);
+    });
+  };
+}
+
+Runner add_token(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string team, name;
+    bool admin = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("token", "Manage API tokens (admin only)");
+  cmd->require_subcommand(1);
+  CLI::App* create = cmd->add_subcommand("create", "Create a token and print it once");
+  create->add_option("--team", o->team, "The team the token acts for");
+  create->add_option("--name", o->name, "A label for the token");
+  create->add_flag("--admin", o->admin, "An admin token (sees and changes every team's jobs)");
+  add_client_options(*create, o->client);
+  return [o] {
+    if (o->team.empty() && !o->admin)
+      return report("token create", util::invalid_argument("give --team TEAM (or --admin)"));
+    ApiClient api(o->client);
+    json body = {{"team", o->team}, {"name", o->name}, {"admin", o->admin}};
+    auto r = api.post("/api/v1/tokens", body.dump(), "application/json");
+    if (!r.is_ok()) return report("token create", r.status());
+    std::cout << (*r)["token"].get<std::string>() << "\n";
+    return kExitOk;
+  };
+}
+
+}  // namespace
+
+void add_cluster_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  runners["nodes"] = add_nodes(app);
+  runners["queues"] = add_queues(app);
+  runners["token"] = add_token(app);
+}
+
+}  // namespace trainyard::cli

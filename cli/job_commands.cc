@@ -1,0 +1,197 @@
+// Client commands about jobs: submit, run, ls, show, logs, cancel. Each talks to the server's
+// API (cli/client.h) and prints kubectl-like tables, or JSON/YAML with -o.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/job_lookup.h"
+#include "cli/output.h"
+
+namespace trainyard::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string gpus_cell(const json& job) {
+  const json& limits = job.value("resources", json::object());
+  const int workers = job.value("workers", 1);
+  std::string per;
+  for (const auto& [k, v] : limits.items()) {
+    if (k == "nvidia.com/gpu") per = cell(v);
+    if (k.rfind("nvidia.com/mig-", 0) == 0) per = k.substr(11);
+  }
+  if (per.empty() || per == "0") return "0";
+  return workers > 1 ? fmt::format("{}x{}", workers, per) : per;
+}
+
+std::string node_cell(const json& job) {
+  const json& p = job.value("placement", json::array());
+  if (p.empty()) return "-";
+  std::string gpus;
+  for (const auto& a : p) {
+    if (a.value("gpu", -1) < 0) continue;
+    gpus += (gpus.empty() ? "" : ",") + std::to_string(a.value("gpu", -1));
+  }
+  return p[0].value("node", "?") + (gpus.empty() ? "" : ":" + gpus);
+}
+
+int print_jobs(const json& items, const std::string& output) {
+  if (output == "json") {
+    std::cout << items.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (output == "yaml") {
+    std::cout << to_yaml(items);
+    return kExitOk;
+  }
+  const bool wide = output == "wide";
+  std::vector<std::string> header = {"ID", "NAME", "TEAM", "STATE", "ATTEMPT", "GPUS", "AGE"};
+  if (wide) header.insert(header.end(), {"NODE:GPUS", "REASON"});
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& j : items) {
+    std::vector<std::string> r = {cell(j["id"]),         cell(j["name"]),    cell(j["team"]),
+                                  cell(j["state"]),      cell(j["attempt"]), gpus_cell(j),
+                                  age_of(j["submitted"])};
+    if (wide) {
+      r.push_back(node_cell(j));
+      r.push_back(j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"]));
+    }
+    rows.push_back(std::move(r));
+  }
+  std::cout << render_table(header, rows);
+  return kExitOk;
+}
+
+bool valid_output(const std::string& o, bool allow_wide) {
+  return o.empty() || o == "json" || o == "yaml" || (allow_wide && o == "wide");
+}
+
+Runner add_submit(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::vector<std::string> files;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("submit", "Submit jobs from YAML specs (docs/job-spec.md)");
+  cmd->add_option("-f,--file", o->files, "Job spec file (YAML or JSON; - for stdin); repeatable")
+      ->required();
+  cmd->add_flag("-q,--quiet", o->quiet, "Print only the new job ids");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    ApiClient api(o->client);
+    int rc = kExitOk;
+    for (const auto& f : o->files) {
+      std::stringstream ss;
+      if (f == "-") {
+        ss << std::cin.rdbuf();
+      } else {
+        std::ifstream in(f);
+        if (!in) {
+          rc = report("submit", util::not_found(fmt::format("cannot read {}", f)));
+          continue;
+        }
+        ss << in.rdbuf();
+      }
+      const std::string label = f == "-" ? "stdin" : f;
+      auto r = api.post("/api/v1/jobs?file=" + url_encode(label), ss.str(), "application/yaml");
+      if (!r.is_ok()) {
+        rc = report("submit", r.status());
+        if (rc == kExitUnreachable) return rc;
+        continue;
+      }
+      if (o->quiet) {
+        std::cout << (*r)["id"] << "\n";
+      } else {
+        std::cout << fmt::format("job {} submitted: {} (team {})\n", (*r)["id"].dump(),
+                                 cell((*r)["name"]), cell((*r)["team"]));
+      }
+    }
+    return rc;
+  };
+}
+
+Runner add_ls(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string state, team, name, output;
+    int limit = 100;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("ls", "List jobs, newest first");
+  cmd->add_option("--state", o->state,
+                  "Only jobs in this state (Pending, Running, Succeeded, ...)");
+  cmd->add_option("--team", o->team, "Only jobs of this team");
+  cmd->add_option("--name", o->name, "Only jobs with this name");
+  cmd->add_option("--limit", o->limit, "Most jobs to list (1..1000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "wide, json or yaml");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    if (!valid_output(o->output, true))
+      return report("ls", util::invalid_argument("-o must be wide, json or yaml"));
+    std::string q = fmt::format("/api/v1/jobs?limit={}", o->limit);
+    if (!o->state.empty()) q += "&state=" + url_encode(o->state);
+    if (!o->team.empty()) q += "&team=" + url_encode(o->team);
+    if (!o->name.empty()) q += "&name=" + url_encode(o->name);
+    ApiClient api(o->client);
+    auto r = api.get(q);
+    if (!r.is_ok()) return report("ls", r.status());
+    return print_jobs((*r)["items"], o->output);
+  };
+}
+
+Runner add_cancel(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::vector<std::string> jobs;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "cancel",
+      "Cancel jobs: pending ones at once, running ones after their notice and grace period");
+  cmd->add_option("jobs", o->jobs, "Job ids or names")->required();
+  add_client_options(*cmd, o->client);
+  return [o] {
+    ApiClient api(o->client);
+    int rc = kExitOk;
+    for (const auto& ref : o->jobs) {
+      auto id = resolve_job(api, ref);
+      if (!id.is_ok()) {
+        rc = report("cancel", id.status());
+        continue;
+      }
+      auto r = api.del(fmt::format("/api/v1/jobs/{}", *id));
+      if (!r.is_ok()) {
+        rc = report("cancel", r.status());
+        continue;
+      }
+      const bool stopping = r->contains("stopping");
+      std::cout << fmt::format(
+          "job {} {}\n", *id,
+          stopping ? "cancelling (notice sent; stops within its grace period)" : "cancelled");
+    }
+    return rc;
+  };
+}
+
+}  // namespace
+
+void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  runners["submit"] = add_submit(app);
+  runners["run"] = add_run_command(app);
+  runners["ls"] = add_ls(app);
+  runners["show"] = add_show_command(app);
+  runners["logs"] = add_logs_command(app);
+  runners["cancel"] = add_cancel(app);
+}
+
+}  // namespace trainyard::cli

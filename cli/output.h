@@ -1,0 +1,21 @@
+// Output formatting shared by the client commands: kubectl-like aligned tables, JSON and YAML
+// renderings of API objects, and short ages ("3m", "2h").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainyard::cli {
+
+// Columns separated by three spaces, each as wide as its widest cell; header in capitals.
+std::string render_table(const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows);
+std::string to_yaml(const nlohmann::json& j);
+// "2017-10-09T07:01:55.123Z" -> "5m" relative to now; "-" for null or unparsable.
+std::string age_of(const nlohmann::json& time);
+// A JSON value as a cell: strings bare, null as "-", numbers and others dumped.
+std::string cell(const nlohmann::json& v);
+
+}  // namespace trainyard::cli

@@ -1,0 +1,151 @@
+// `trainyard show` (a job's spec, placement, attempts, events and why it waits) and
+// `trainyard logs` (a worker's output, optionally followed until the attempt ends).
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/job_lookup.h"
+#include "cli/output.h"
+
+namespace trainyard::cli {
+namespace {
+
+using nlohmann::json;
+
+void print_job_text(const json& j, const json& events) {
+  auto line = [](const std::string& k, const std::string& v) {
+    std::cout << fmt::format("{:<12}{}\n", k + ":", v);
+  };
+  line("Job", fmt::format("{} ({})", cell(j["id"]), cell(j["name"])));
+  line("Team", cell(j["team"]));
+  line("State",
+       cell(j["state"]) +
+           (j.contains("stopping") ? fmt::format(" (stopping: {})", cell(j["stopping"])) : ""));
+  line("Attempt", cell(j["attempt"]) + fmt::format(" (failures: {})", cell(j["failures"])));
+  line("Priority", cell(j["priority"]));
+  line("Submitted", cell(j["submitted"]));
+  line("Started", cell(j["started"]));
+  line("Finished", cell(j["finished"]));
+  line("Reason", cell(j["reason"]));
+  if (j.contains("waiting")) line("Waiting", cell(j["waiting"]));
+  std::cout << "Placement:\n";
+  if (j["placement"].empty()) std::cout << "  (none)\n";
+  for (const auto& a : j["placement"]) {
+    std::cout << fmt::format("  worker {} on {} GPU {}{} {}\n", cell(a["worker"]), cell(a["node"]),
+                             cell(a["gpu"]),
+                             a.contains("mig_profile") ? " MIG " + cell(a["mig_profile"]) : "",
+                             a.contains("device") ? cell(a["device"]) : "");
+  }
+  std::cout << "Attempts:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& a : j.value("attempts", json::array())) {
+    rows.push_back({"  " + cell(a["attempt"]), cell(a["started"]), cell(a["ended"]),
+                    a["outcome"].get<std::string>().empty() ? "running" : cell(a["outcome"]),
+                    cell(a["exitCode"])});
+  }
+  std::cout << render_table({"  ATTEMPT", "STARTED", "ENDED", "OUTCOME", "EXIT"}, rows);
+  std::cout << "Spec:\n";
+  std::string spec = to_yaml(j["spec"]);
+  for (size_t pos = 0; pos < spec.size();) {
+    const size_t nl = spec.find('\n', pos);
+    std::cout << "  " << spec.substr(pos, nl - pos) << "\n";
+    pos = nl == std::string::npos ? spec.size() : nl + 1;
+  }
+  std::cout << "Events:\n";
+  rows.clear();
+  for (const auto& e : events) {
+    const std::string change = e["from"].get<std::string>().empty()
+                                   ? cell(e["to"])
+                                   : cell(e["from"]) + " -> " + cell(e["to"]);
+    rows.push_back({"  " + cell(e["time"]), cell(e["type"]), change, cell(e["reason"])});
+  }
+  std::cout << render_table({"  TIME", "TYPE", "STATE", "REASON"}, rows);
+}
+
+}  // namespace
+
+util::Result<int64_t> resolve_job(ApiClient& api, const std::string& ref) {
+  if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos && ref.size() < 19)
+    return std::stoll(ref);
+  TY_ASSIGN_OR_RETURN(auto r, api.get("/api/v1/jobs?limit=1&name=" + url_encode(ref)));
+  if (r["items"].empty())
+    return util::not_found(fmt::format("no job named '{}' (see `trainyard ls`)", ref));
+  return r["items"][0]["id"].get<int64_t>();
+}
+
+Runner add_show_command(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string job, output;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "show", "Show a job: spec, placement, attempts, events, and why it still waits");
+  cmd->add_option("job", o->job, "Job id or name")->required();
+  cmd->add_option("-o,--output", o->output, "json or yaml");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    if (!o->output.empty() && o->output != "json" && o->output != "yaml")
+      return report("show", util::invalid_argument("-o must be json or yaml"));
+    ApiClient api(o->client);
+    auto id = resolve_job(api, o->job);
+    if (!id.is_ok()) return report("show", id.status());
+    auto j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+    if (!j.is_ok()) return report("show", j.status());
+    auto ev = api.get(fmt::format("/api/v1/jobs/{}/events", *id));
+    if (!ev.is_ok()) return report("show", ev.status());
+    (*j)["events"] = (*ev)["items"];
+    if (o->output == "json") {
+      std::cout << j->dump(2) << "\n";
+    } else if (o->output == "yaml") {
+      std::cout << to_yaml(*j);
+    } else {
+      print_job_text(*j, (*ev)["items"]);
+    }
+    return kExitOk;
+  };
+}
+
+Runner add_logs_command(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string job;
+    bool follow = false;
+    int attempt = 0, rank = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("logs", "Print a job worker's output (stdout and stderr)");
+  cmd->add_option("job", o->job, "Job id or name")->required();
+  cmd->add_flag("-f,--follow", o->follow, "Keep printing until the attempt ends");
+  cmd->add_option("--attempt", o->attempt, "Attempt number (default: the latest that ran)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--rank", o->rank, "Worker rank of a gang")
+      ->check(CLI::Range(0, 1023))
+      ->capture_default_str();
+  add_client_options(*cmd, o->client);
+  return [o] {
+    ApiClient api(o->client);
+    auto id = resolve_job(api, o->job);
+    if (!id.is_ok()) return report("logs", id.status());
+    int attempt = o->attempt;
+    if (attempt == 0 && o->follow) {
+      // Pin the attempt so that following does not jump to a later one mid-stream.
+      auto j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+      if (!j.is_ok()) return report("logs", j.status());
+      attempt = (*j)["attempt"].get<int>();
+    }
+    int64_t offset = 0;
+    for (;;) {
+      auto r = api.get_raw(fmt::format("/api/v1/jobs/{}/logs?attempt={}&rank={}&offset={}", *id,
+                                       attempt, o->rank, offset));
+      if (!r.is_ok()) return report("logs", r.status());
+      std::cout << r->body << std::flush;
+      offset = std::stoll(r->headers["X-Trainyard-Next-Offset"]);
+      if (!o->follow || r->headers["X-Trainyard-Complete"] == "true") return kExitOk;
+      if (r->body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  };
+}
+
+}  // namespace trainyard::cli

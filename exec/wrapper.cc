@@ -1,0 +1,263 @@
+// The wrapper process (see wrapper.h). It is single-threaded: it starts fresh from exec, before
+// anything in main() runs, so it may allocate freely around its own fork().
+#include "exec/wrapper.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/executor.h"
+#include "exec/internal/run_files.h"
+
+namespace trainyard::exec {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kCannotStart = 127;
+// Signals the server sends the whole group to give notice: the worker handles them, the
+// wrapper must outlive them to record the outcome.
+constexpr int kIgnoredSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
+
+struct WrapperArgs {
+  fs::path run_dir;
+  int64_t log_cap = -1;
+  std::string cwd;
+  std::vector<char*> argv;  // nullptr-terminated
+};
+
+util::Result<WrapperArgs> parse_args(int argc, char** argv) {
+  WrapperArgs a;
+  int i = 2;
+  for (; i < argc && std::string_view(argv[i]) != "--"; i += 2) {
+    std::string_view flag = argv[i];
+    if (flag != "--run-dir" && flag != "--cwd" && flag != "--log-cap") {
+      return util::invalid_argument(fmt::format("unknown option '{}'", flag));
+    }
+    if (i + 1 >= argc) return util::invalid_argument(fmt::format("{} needs a value", flag));
+    std::string_view value = argv[i + 1];
+    if (flag == "--run-dir") {
+      a.run_dir = value;
+    } else if (flag == "--cwd") {
+      a.cwd = value;
+    } else {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), a.log_cap);
+      if (ec != std::errc() || end != value.data() + value.size() || a.log_cap < 0) {
+        return util::invalid_argument(fmt::format("--log-cap wants bytes >= 0, got '{}'", value));
+      }
+    }
+  }
+  for (++i; i < argc; ++i) a.argv.push_back(argv[i]);
+  if (a.run_dir.empty() || a.log_cap < 0 || a.argv.empty()) {
+    return util::invalid_argument("--run-dir, --log-cap and a command after '--' are required");
+  }
+  a.argv.push_back(nullptr);
+  return a;
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// output.log, capped: past the cap one line says so and the rest is dropped (still read, so the
+// worker never blocks on a full pipe).
+class CappedLog {
+ public:
+  CappedLog(int fd, int64_t cap) : fd_(fd), cap_(cap) {}
+  void append(const char* data, size_t size) {
+    if (truncated_) return;
+    size_t room = static_cast<size_t>(cap_ - written_);
+    size_t take = std::min(size, room);
+    if (take > 0) {
+      write_all(fd_, data, take);
+      written_ += static_cast<int64_t>(take);
+      last_ = data[take - 1];
+    }
+    if (take < size) {
+      truncated_ = true;
+      std::string line = fmt::format("{}[trainyard] log truncated at {} bytes\n",
+                                     written_ > 0 && last_ != '\n' ? "\n" : "", cap_);
+      write_all(fd_, line.data(), line.size());
+    }
+  }
+
+ private:
+  int fd_;
+  int64_t cap_;
+  int64_t written_ = 0;  // by this run of the wrapper
+  bool truncated_ = false;
+  char last_ = '\n';
+};
+
+// What a server may leave to its children: its open fds, an ignored SIGCHLD (which would make
+// waitpid() miss the worker's status), its stdin.
+void reset_inherited_state() {
+  ::closefrom(3);
+  ::signal(SIGCHLD, SIG_DFL);
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd > 0) {
+    ::dup2(null_fd, STDIN_FILENO);
+    ::close(null_fd);
+  }
+}
+
+// In the forked child: becomes the worker. Never returns.
+[[noreturn]] void exec_worker(const WrapperArgs& a, int output_fd) {
+  ::dup2(output_fd, STDOUT_FILENO);
+  ::dup2(output_fd, STDERR_FILENO);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0) {
+    std::fprintf(stderr, "trainyard: cannot change to working directory '%s': %s\n", a.cwd.c_str(),
+                 std::strerror(errno));
+    ::_exit(kCannotStart);
+  }
+  ::execvp(a.argv[0], a.argv.data());
+  std::fprintf(stderr, "trainyard: cannot execute '%s': %s\n", a.argv[0], std::strerror(errno));
+  ::_exit(kCannotStart);
+}
+
+// Reads what is in the pipe now, without waiting: a background process of the worker may hold
+// it open, so EOF may never come. Bounded, in case such a process keeps writing.
+void drain_available(int fd, CappedLog& log) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buf[65536];
+  for (int round = 0; round < 64; ++round) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    log.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// Copies the worker's output into the log until the worker exits; returns its wait status.
+// SIGCHLD arrives through `child_signal` (a signalfd), so neither event can be missed.
+int copy_until_exit(pid_t worker, int output_fd, int child_signal, CappedLog& log) {
+  pollfd fds[2] = {{output_fd, POLLIN, 0}, {child_signal, POLLIN, 0}};
+  char buf[65536];
+  int wstatus = 0;
+  while (fds[0].fd >= 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents != 0) {
+      ssize_t n = ::read(output_fd, buf, sizeof buf);
+      if (n > 0) log.append(buf, static_cast<size_t>(n));
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) fds[0].fd = -1;  // poll skips it
+    }
+    if (fds[1].revents != 0) {
+      signalfd_siginfo info;
+      while (::read(child_signal, &info, sizeof info) > 0) {
+      }
+      if (::waitpid(worker, &wstatus, WNOHANG) == worker) {
+        drain_available(output_fd, log);
+        return wstatus;
+      }
+    }
+  }
+  while (::waitpid(worker, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  return wstatus;
+}
+
+// Records the outcome for whoever polls the run dir, durably; returns the wrapper's exit code.
+int record_exit(const fs::path& run_dir, ExitKind kind, int code) {
+  util::Status s = internal::write_file_atomically(run_dir / kExitStatusFile,
+                                                   internal::format_exit_status(kind, code), true);
+  if (!s.is_ok()) std::fprintf(stderr, "trainyard: %s\n", s.message().c_str());
+  return kind == ExitKind::Signaled ? 128 + code : code;
+}
+
+int record_wait_status(const fs::path& run_dir, int wstatus) {
+  if (WIFSIGNALED(wstatus)) return record_exit(run_dir, ExitKind::Signaled, WTERMSIG(wstatus));
+  return record_exit(run_dir, ExitKind::Exited, WEXITSTATUS(wstatus));
+}
+
+// The worker could not be started: says why and records it as the worker's exit with 127.
+int fail(const fs::path& run_dir, std::string_view why) {
+  std::fprintf(stderr, "trainyard: %.*s\n", static_cast<int>(why.size()), why.data());
+  return record_exit(run_dir, ExitKind::Exited, kCannotStart);
+}
+
+std::string errno_text(std::string_view what) {
+  return fmt::format("{}: {}", what, std::strerror(errno));
+}
+
+// Makes this process the group's leader and says so in the pid file; its stdout and stderr
+// become the log, so the wrapper's own complaints land beside the worker's output.
+util::Status start_session(const WrapperArgs& a, int log_fd) {
+  if (::setsid() < 0) return util::internal_error(errno_text("setsid"));
+  ::dup2(log_fd, STDOUT_FILENO);
+  ::dup2(log_fd, STDERR_FILENO);
+  auto self = internal::read_proc_stat(::getpid());
+  if (!self) return util::internal_error("cannot read /proc/self/stat");
+  return internal::write_file_atomically(
+      a.run_dir / kPidFile,
+      internal::format_pid_file({.pid = ::getpid(), .start_ticks = self->start_ticks}), false);
+}
+
+int run(const WrapperArgs& a) {
+  reset_inherited_state();
+  fs::path log_path = a.run_dir / kLogFile;
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (log_fd < 0) return fail(a.run_dir, errno_text("cannot open " + log_path.string()));
+  // Ignored before the pid file exists: from then on the server may signal the group.
+  for (int sig : kIgnoredSignals) ::signal(sig, SIG_IGN);
+  if (util::Status s = start_session(a, log_fd); !s.is_ok()) return fail(a.run_dir, s.message());
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &child, nullptr);
+  int child_signal = ::signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+  int output[2];
+  if (child_signal < 0 || ::pipe2(output, O_CLOEXEC) != 0) {
+    return fail(a.run_dir, errno_text("pipe"));
+  }
+  pid_t worker = ::fork();
+  if (worker < 0) return fail(a.run_dir, errno_text("fork"));
+  if (worker == 0) exec_worker(a, output[1]);
+  ::close(output[1]);
+  CappedLog log(log_fd, a.log_cap);
+  int wstatus = copy_until_exit(worker, output[0], child_signal, log);
+  return record_wait_status(a.run_dir, wstatus);
+}
+
+}  // namespace
+
+int wrapper_main(int argc, char** argv) {
+  auto args = parse_args(argc, argv);
+  if (!args.is_ok()) {
+    std::fprintf(stderr,
+                 "trainyard %s: %s\nusage: trainyard %s --run-dir DIR --log-cap BYTES [--cwd DIR] "
+                 "-- COMMAND [ARGS...]\n(started by the local executor; not meant to be run by "
+                 "hand)\n",
+                 kWrapperSubcommand, args.status().message().c_str(), kWrapperSubcommand);
+    return kCannotStart;
+  }
+  return run(*args);
+}
+
+}  // namespace trainyard::exec

@@ -1,0 +1,306 @@
+#include "model/job_manifest.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "model/accelerator.h"
+#include "model/internal/manifest_reader.h"
+#include "model/internal/yaml_documents.h"
+
+namespace trainyard::model {
+namespace {
+
+using internal::Field;
+using internal::Fields;
+using internal::ManifestReader;
+
+// A spec is a page of YAML; anything far larger is a mistake or an attack on the parser.
+constexpr size_t kMaxManifestBytes = size_t{1} << 20;
+constexpr std::string_view kApiVersion = "trainyard.dev/v1";
+constexpr int64_t kMaxWorkers = 1024;
+constexpr int64_t kMaxBackoffLimit = 100;
+constexpr int64_t kMaxPriority = 1'000'000'000;  // Kubernetes' ceiling for user priorities
+constexpr int64_t kMaxSeconds = int64_t{10} * 365 * 24 * 3600;
+constexpr int64_t kMaxGraceSeconds = 3600;
+constexpr size_t kMaxNameLength = 63;
+
+const Field* find(const Fields& fields, std::string_view name) {
+  auto it = fields.find(name);
+  return it == fields.end() ? nullptr : &it->second;
+}
+
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// [a-z0-9]([-a-z0-9.]*[a-z0-9])?, at most 63 characters.
+bool is_job_name(std::string_view s) {
+  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > kMaxNameLength || !lower_alnum(s.front()) || !lower_alnum(s.back()))
+    return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return lower_alnum(c) || c == '-' || c == '.'; });
+}
+
+// Numeric job ids start at 1 and fit in int64.
+bool is_job_id(std::string_view s) {
+  if (!is_digits(s) || s.size() > 18) return false;
+  return std::any_of(s.begin(), s.end(), [](char c) { return c != '0'; });
+}
+
+std::string known_models() {
+  std::string out;
+  for (const Accelerator& a : accelerator_catalog())
+    out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+class ManifestParser {
+ public:
+  explicit ManifestParser(std::string file) : r_(std::move(file)) {}
+
+  util::Result<JobManifest> parse(const Field& root) {
+    if (!root.value.IsMap()) {
+      return r_.error(root, fmt::format("a job must be a mapping with apiVersion, kind, metadata "
+                                        "and spec, got {}",
+                                        internal::describe(root.value)));
+    }
+    TY_ASSIGN_OR_RETURN(Fields top, r_.fields(root, {"apiVersion", "kind", "metadata", "spec"}));
+    TY_RETURN_IF_ERROR(constant(root, top, "apiVersion", kApiVersion));
+    TY_RETURN_IF_ERROR(constant(root, top, "kind", "Job"));
+    JobManifest m;
+    const Field* meta = find(top, "metadata");
+    if (meta == nullptr) return r_.missing(root, "metadata", "add metadata: {name: <job name>}");
+    TY_RETURN_IF_ERROR(metadata(*meta, m));
+    const Field* spec = find(top, "spec");
+    if (spec == nullptr)
+      return r_.missing(root, "spec", "add spec: {template: {command: [<program>, <arg>]}}");
+    TY_RETURN_IF_ERROR(job_spec(*spec, m));
+    return m;
+  }
+
+ private:
+  util::Status constant(const Field& root, const Fields& top, std::string_view name,
+                        std::string_view want) const {
+    const std::string fix = fmt::format("write {}: {}", name, want);
+    const Field* f = find(top, name);
+    if (f == nullptr) return r_.missing(root, name, fix);
+    if (!f->value.IsScalar() || f->value.Scalar() != want) return r_.invalid(*f, want, fix);
+    return util::Status::ok();
+  }
+
+  util::Status metadata(const Field& meta, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(Fields f, r_.fields(meta, {"name", "labels"}));
+    const Field* name = find(f, "name");
+    if (name == nullptr) return r_.missing(meta, "name", "add name: <job name> under metadata");
+    TY_ASSIGN_OR_RETURN(m.spec.name, r_.string(*name));
+    if (!is_job_name(m.spec.name)) {
+      return r_.invalid(*name,
+                        "a job name: lowercase letters, digits, \"-\" and \".\", starting and "
+                        "ending with a letter or digit, at most 63 characters",
+                        "e.g. resnet50-run-2");
+    }
+    if (is_digits(m.spec.name)) {
+      return r_.invalid(*name, "a name with at least one letter",
+                        "an all-digit name would read as a job id in dependsOn");
+    }
+    if (const Field* labels = find(f, "labels")) {
+      TY_ASSIGN_OR_RETURN(m.labels, r_.labels(*labels));
+    }
+    return util::Status::ok();
+  }
+
+  util::Status job_spec(const Field& spec, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(
+        Fields f, r_.fields(spec, {"team", "priorityClass", "priority", "workers", "preemptible",
+                                   "backoffLimit", "activeDeadlineSeconds", "dependsOn",
+                                   "nodeSelector", "checkpoint", "template"}));
+    TY_RETURN_IF_ERROR(team(f, m));
+    TY_RETURN_IF_ERROR(priority(f, m));
+    TY_RETURN_IF_ERROR(lifecycle(f, m));
+    if (const Field* deps = find(f, "dependsOn")) TY_RETURN_IF_ERROR(depends_on(*deps, m));
+    if (const Field* sel = find(f, "nodeSelector")) TY_RETURN_IF_ERROR(node_selector(*sel, m));
+    if (const Field* ckpt = find(f, "checkpoint")) TY_RETURN_IF_ERROR(checkpoint(*ckpt, m));
+    const Field* tmpl = find(f, "template");
+    if (tmpl == nullptr)
+      return r_.missing(spec, "template", "add template: {command: [<program>, <arg>]}");
+    return internal::read_template(r_, *tmpl, m);
+  }
+
+  util::Status team(const Fields& f, JobManifest& m) const {
+    m.spec.team = "default";
+    const Field* team = find(f, "team");
+    if (team == nullptr) return util::Status::ok();
+    TY_ASSIGN_OR_RETURN(m.spec.team, r_.nonempty_string(*team));
+    const bool plain = std::none_of(m.spec.team.begin(), m.spec.team.end(), [](char c) {
+      return std::isspace(static_cast<unsigned char>(c)) ||
+             std::iscntrl(static_cast<unsigned char>(c));
+    });
+    if (!plain || m.spec.team.size() > kMaxNameLength)
+      return r_.invalid(*team, "a team name of at most 63 characters without spaces");
+    return util::Status::ok();
+  }
+
+  util::Status priority(const Fields& f, JobManifest& m) const {
+    if (const Field* cls = find(f, "priorityClass")) {
+      TY_ASSIGN_OR_RETURN(std::string name, r_.string(*cls));
+      if (name == "low") {
+        m.spec.priority = kPriorityLow;
+      } else if (name == "normal") {
+        m.spec.priority = kPriorityNormal;
+      } else if (name == "high") {
+        m.spec.priority = kPriorityHigh;
+      } else {
+        return r_.invalid(*cls, "one of low, normal, high",
+                          "or give an explicit priority: <number> as well");
+      }
+      m.spec.priority_class = name;
+    }
+    if (const Field* value = find(f, "priority")) {
+      TY_ASSIGN_OR_RETURN(const int64_t p, r_.integer(*value, 0, kMaxPriority));
+      m.spec.priority = static_cast<int>(p);
+    }
+    return util::Status::ok();
+  }
+
+  // Gang size, preemption, retries and the deadline: how the job may be run and ended.
+  util::Status lifecycle(const Fields& f, JobManifest& m) const {
+    if (const Field* workers = find(f, "workers")) {
+      TY_ASSIGN_OR_RETURN(const int64_t n, r_.integer(*workers, 1, kMaxWorkers));
+      m.spec.workers = static_cast<int>(n);
+    }
+    if (const Field* preemptible = find(f, "preemptible")) {
+      TY_ASSIGN_OR_RETURN(m.spec.preemptible, r_.boolean(*preemptible));
+    }
+    if (const Field* backoff = find(f, "backoffLimit")) {
+      TY_ASSIGN_OR_RETURN(const int64_t n,
+                          r_.integer(*backoff, 0, kMaxBackoffLimit, "0 means a failure is final"));
+      m.backoff_limit = static_cast<int>(n);
+    }
+    if (const Field* deadline = find(f, "activeDeadlineSeconds")) {
+      TY_ASSIGN_OR_RETURN(const int64_t s,
+                          r_.integer(*deadline, 1, kMaxSeconds, "leave it out for no deadline"));
+      m.spec.runtime_limit = util::seconds(s);
+    }
+    return util::Status::ok();
+  }
+
+  util::Status depends_on(const Field& deps, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(std::vector<std::string> names, r_.string_list(deps));
+    TY_ASSIGN_OR_RETURN(std::vector<Field> items, r_.items(deps, ""));
+    for (size_t idx = 0; idx < names.size(); ++idx) {
+      const std::string& dep = names[idx];
+      if (!is_job_id(dep) && !is_job_name(dep))
+        return r_.invalid(items[idx], "a job name or a numeric job id");
+      if (dep == m.spec.name) return r_.invalid(items[idx], "another job than this one");
+      if (std::find(m.depends_on.begin(), m.depends_on.end(), dep) != m.depends_on.end())
+        return r_.error(items[idx], fmt::format("{}: \"{}\" is listed twice", deps.path, dep));
+      m.depends_on.push_back(dep);
+    }
+    return util::Status::ok();
+  }
+
+  // The gpu.product key becomes spec.allowed_gpu_models (canonical names; a comma-separated
+  // value allows any of several models); other keys are matched against node labels.
+  util::Status node_selector(const Field& sel, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(std::vector<Field> entries, r_.entries(sel));
+    for (const Field& e : entries) {
+      if (e.key.Scalar() != kLabelGpuProduct) {
+        TY_RETURN_IF_ERROR(r_.label(sel, e, m.spec.node_selector));
+        continue;
+      }
+      TY_ASSIGN_OR_RETURN(std::string value, r_.string(e));
+      const std::string want = "GPU model names such as H100-80GB, separated by commas";
+      const std::string known = fmt::format("known models: {}", known_models());
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = std::min(value.find(',', start), value.size());
+        std::string_view item = std::string_view(value).substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        const Accelerator* a = find_accelerator(item);
+        if (a == nullptr) return r_.invalid(e, want, known);
+        auto& models = m.spec.allowed_gpu_models;
+        if (std::find(models.begin(), models.end(), a->name) == models.end())
+          models.emplace_back(a->name);
+        start = comma + 1;
+      }
+    }
+    return util::Status::ok();
+  }
+
+  util::Status checkpoint(const Field& ckpt, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(Fields f,
+                        r_.fields(ckpt, {"dir", "gracePeriodSeconds", "intervalSeconds"}));
+    if (const Field* dir = find(f, "dir")) {
+      TY_ASSIGN_OR_RETURN(m.checkpoint.dir, r_.string(*dir));
+      if (!m.checkpoint.dir.empty() && m.checkpoint.dir.front() != '/')
+        return r_.invalid(*dir, "an absolute path (starting with /)");
+    }
+    if (const Field* grace = find(f, "gracePeriodSeconds")) {
+      TY_ASSIGN_OR_RETURN(const int64_t s,
+                          r_.integer(*grace, 0, kMaxGraceSeconds,
+                                     "a job gets at most an hour between notice and SIGKILL"));
+      m.checkpoint.grace_period = util::seconds(s);
+    }
+    if (const Field* interval = find(f, "intervalSeconds")) {
+      TY_ASSIGN_OR_RETURN(const int64_t s, r_.integer(*interval, 0, kMaxSeconds,
+                                                      "0 means the job does not checkpoint"));
+      m.spec.checkpoint_interval = util::seconds(s);
+    }
+    return util::Status::ok();
+  }
+
+  ManifestReader r_;
+};
+
+// Where the byte at `offset` is, for errors found before YAML parsing.
+int line_of(std::string_view text, size_t offset) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
+}
+
+util::Result<JobManifest> parse_documents(const std::string& text, const std::string& file) {
+  const internal::YamlDocuments docs = internal::load_documents(text);
+  if (docs.second) {
+    return util::invalid_argument(
+        fmt::format("{}:{}: one job per document: a second document starts here (put each job "
+                    "in a file of its own)",
+                    file, docs.second->line + 1));
+  }
+  if (docs.first.IsNull()) {
+    return util::invalid_argument(
+        fmt::format("{}:1: the document is empty (a job starts with apiVersion: {} and kind: Job)",
+                    file, kApiVersion));
+  }
+  return ManifestParser(file).parse(Field{"", docs.first, docs.first});
+}
+
+}  // namespace
+
+util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file) {
+  const std::string name(file);
+  if (text.size() > kMaxManifestBytes) {
+    return util::invalid_argument(
+        fmt::format("{}: the job spec has {} bytes; at most {} are accepted", name, text.size(),
+                    kMaxManifestBytes));
+  }
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    return util::invalid_argument(
+        fmt::format("{}:{}: the text contains a NUL byte", name, line_of(text, nul)));
+  if (const size_t bad = internal::invalid_utf8_at(text); bad != std::string_view::npos)
+    return util::invalid_argument(
+        fmt::format("{}:{}: the text is not valid UTF-8", name, line_of(text, bad)));
+  try {
+    return parse_documents(std::string(text), name);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null())
+      return util::invalid_argument(fmt::format("{}: not valid YAML: {}", name, e.msg));
+    return util::invalid_argument(
+        fmt::format("{}:{}: not valid YAML: {}", name, e.mark.line + 1, e.msg));
+  }
+}
+
+}  // namespace trainyard::model

@@ -1,0 +1,40 @@
+// The server's in-memory view of a job that has not finished: its stored record, its parsed
+// manifest, where it runs and which processes are its workers, and whether it is being stopped.
+// Owned by ControlPlane and guarded by its mutex.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/executor.h"
+#include "model/job_manifest.h"
+#include "sched/snapshot.h"
+#include "store/store.h"
+
+namespace trainyard::server {
+
+struct WorkerProcess {
+  int rank = 0;
+  exec::ProcessRef ref;  // pid 0 = not started or not found
+  std::string run_dir;
+  bool finished = false;
+  exec::ProcessStatus status;
+};
+
+// Why the workers of a running job are being stopped; decides the state they end in.
+enum class StopCause { None, Preempt, Cancel, Deadline, Failure };
+
+struct ActiveJob {
+  store::JobRecord rec;
+  model::JobManifest manifest;
+  std::vector<util::JobId> depends_on;       // resolved ids
+  std::vector<sched::Assignment> placement;  // current attempt (Placed/Running/Preempting)
+  std::vector<WorkerProcess> workers;
+  StopCause stop = StopCause::None;
+  util::Time kill_at{};  // SIGKILL the workers still alive at this time
+  std::string stop_reason;
+  std::string failure_detail;  // first worker failure of this attempt, e.g. "exited with code 3"
+  std::string wait_reason;     // the scheduler's latest explanation while pending
+};
+
+}  // namespace trainyard::server

@@ -1,0 +1,182 @@
+// ControlPlane's job-changing API calls: submit and cancel. Both commit before they return.
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "server/control_plane.h"
+#include "server/tx.h"
+
+namespace trainyard::server {
+namespace {
+
+bool parse_id(std::string_view s, int64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && out > 0;
+}
+
+}  // namespace
+
+util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
+    const model::JobManifest& m, const std::string& team) {
+  std::vector<util::JobId> out;
+  for (const auto& dep : m.depends_on) {
+    int64_t id = 0;
+    if (parse_id(dep, id)) {
+      auto rec = load_record(util::JobId(id));
+      if (!rec.is_ok())
+        return util::invalid_argument(fmt::format("spec.dependsOn: no job with id {}", id));
+      out.emplace_back(id);
+      continue;
+    }
+    std::optional<util::JobId> found;
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = active_.rbegin(); it != active_.rend() && !found; ++it) {
+        if (it->second.rec.name == dep && it->second.rec.team == team) found = it->first;
+      }
+    }
+    if (!found) {
+      std::lock_guard lock(reader_mu_);
+      TY_ASSIGN_OR_RETURN(auto rec, reader_->find_job_by_name(team, dep));
+      if (rec) found = rec->id;
+    }
+    if (!found)
+      return util::invalid_argument(fmt::format(
+          "spec.dependsOn: no job named '{}' in team '{}'; submit it first or give its id", dep,
+          team));
+    out.push_back(*found);
+  }
+  return out;
+}
+
+util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::string_view file,
+                                                  const Principal& who) {
+  TY_ASSIGN_OR_RETURN(model::JobManifest m, model::parse_job_manifest(body, file));
+  if (!who.admin) {
+    if (m.spec.team == "default") m.spec.team = who.team;
+    if (m.spec.team != who.team)
+      return util::Status(util::StatusCode::PermissionDenied,
+                          fmt::format("spec.team: a token of team '{}' cannot submit jobs for "
+                                      "team '{}'",
+                                      who.team, m.spec.team));
+  }
+  TY_RETURN_IF_ERROR(check_fits_somewhere(m.spec));
+  TY_ASSIGN_OR_RETURN(auto deps, resolve_dependencies(m, m.spec.team));
+  m.depends_on.clear();
+  for (auto d : deps) m.depends_on.push_back(std::to_string(d.value()));
+
+  const util::Time now = clock_.now();
+  store::JobRecord rec{.name = m.spec.name,
+                       .team = m.spec.team,
+                       .state = model::JobState::Pending,
+                       .attempt = 1,
+                       .priority = m.spec.priority,
+                       .manifest_json = model::job_manifest_to_json(m),
+                       .submitted = now,
+                       .updated = now,
+                       .queued_since = now,
+                       .reason = "submitted"};
+  TY_RETURN_IF_ERROR(committer_->commit([&](store::Store& s) -> util::Status {
+    TY_ASSIGN_OR_RETURN(rec.id, s.insert_job(rec));
+    auto seq =
+        s.append_event({.job = rec.id,
+                        .at = now,
+                        .type = "Submitted",
+                        .to_state = std::string(model::job_state_name(model::JobState::Pending)),
+                        .attempt = 1,
+                        .reason = fmt::format("submitted by {}", who.name)});
+    return seq.status();
+  }));
+  nlohmann::json out;
+  {
+    std::lock_guard lock(mu_);
+    teams_seen_.insert(rec.team);
+    if (!cancel_before_insert_.erase(rec.id)) {
+      ActiveJob job{.rec = rec, .manifest = std::move(m), .depends_on = std::move(deps)};
+      job.wait_reason = "not yet examined by the scheduler";
+      auto [it, inserted] = active_.emplace(rec.id, std::move(job));
+      out = job_json(&it->second, it->second.rec);
+    } else {
+      out = job_json(nullptr, rec);
+    }
+    wake_ = true;
+    loop_cv_.notify_all();
+  }
+  return out;
+}
+
+util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) const {
+  int most = 0;
+  int total = 0;
+  for (const auto& n : nodes_) {
+    if (!spec.allowed_gpu_models.empty() &&
+        std::find(spec.allowed_gpu_models.begin(), spec.allowed_gpu_models.end(),
+                  n.node.gpu_model) == spec.allowed_gpu_models.end())
+      continue;
+    most = std::max(most, n.node.gpu_count);
+    total += n.node.gpu_count;
+  }
+  const bool wants_gpu =
+      spec.worker.gpus > 0 || spec.worker.gpu_milli.value() > 0 || !spec.worker.mig_profile.empty();
+  const std::string models =
+      spec.allowed_gpu_models.empty() ? "GPUs" : fmt::format("{} GPUs", spec.allowed_gpu_models[0]);
+  if (wants_gpu && most == 0)
+    return util::invalid_argument(fmt::format(
+        "spec.template.resources.limits: this machine has no {} (see `trainyard nodes`)", models));
+  if (spec.worker.gpus > most)
+    return util::invalid_argument(fmt::format(
+        "spec.template.resources.limits.nvidia.com/gpu: a worker needs {} GPUs but the largest "
+        "node has {} {}; lower the request or use more workers",
+        spec.worker.gpus, most, models));
+  if (spec.total_gpus() > total)
+    return util::invalid_argument(
+        fmt::format("spec.workers: the job needs {} GPUs in all but this machine has {} {}",
+                    spec.total_gpus(), total, models));
+  return util::Status::ok();
+}
+
+util::Result<nlohmann::json> ControlPlane::cancel(util::JobId id, const Principal& who) {
+  TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
+  if (!who.may_access_team(rec.team))
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
+                                    id.value(), rec.team, who.team));
+  Tx tx;
+  nlohmann::json out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      if (model::is_terminal(rec.state))
+        return util::failed_precondition(fmt::format("job {} has already ended ({})", id.value(),
+                                                     model::job_state_name(rec.state)));
+      // Committed by a submission that has not reached memory yet.
+      cancel_before_insert_.insert(id);
+      ActiveJob tmp{.rec = rec};
+      transition(tmp, model::JobState::Cancelled, fmt::format("cancelled by {}", who.name), tx);
+      out = job_json(nullptr, tmp.rec);
+    } else {
+      ActiveJob& job = it->second;
+      const std::string reason = fmt::format("cancelled by {}", who.name);
+      if (job.rec.state == model::JobState::Pending) {
+        transition(job, model::JobState::Cancelled, reason, tx);
+        out = job_json(&job, job.rec);
+        finished_[id] = job.rec.state;
+        active_.erase(it);
+      } else if (job.stop != StopCause::Cancel) {
+        begin_stop(job, StopCause::Cancel, reason, tx);
+        out = job_json(&job, job.rec);
+      } else {
+        out = job_json(&job, job.rec);
+      }
+    }
+    TY_RETURN_IF_ERROR(commit(tx));
+    wake_ = true;
+    loop_cv_.notify_all();
+  }
+  return out;
+}
+
+}  // namespace trainyard::server

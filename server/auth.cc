@@ -1,0 +1,49 @@
+#include "server/auth.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace trainyard::server {
+namespace {
+
+std::string to_hex(const unsigned char* data, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(n * 2, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kDigits[data[i] >> 4];
+    out[2 * i + 1] = kDigits[data[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+util::Result<std::string> generate_token() {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1)
+    return util::internal_error("cannot read random bytes for a token (OpenSSL RAND_bytes)");
+  return "ty_" + to_hex(bytes.data(), bytes.size());
+}
+
+std::string hash_token(std::string_view secret) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(secret.data(), secret.size(), md.data(), &len, EVP_sha256(), nullptr);
+  return to_hex(md.data(), len);
+}
+
+std::string bearer_token(std::string_view header) {
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (header.substr(0, kPrefix.size()) != kPrefix) return "";
+  header.remove_prefix(kPrefix.size());
+  while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\r'))
+    header.remove_suffix(1);
+  return std::string(header);
+}
+
+}  // namespace trainyard::server

@@ -1,0 +1,155 @@
+#include "server/config.h"
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "model/cluster_config.h"
+#include "model/quantity.h"
+#include "sched/policy.h"
+
+namespace trainyard::server {
+namespace {
+
+constexpr const char* kServerKeys[] = {"policy",         "placement",    "reconcileIntervalSeconds",
+                                       "retryBackoff",   "noticeSignal", "logCapBytes",
+                                       "maxRequestBytes"};
+
+util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
+  const auto m = n.Mark();
+  if (m.is_null()) return util::invalid_argument(fmt::format("{}: {}", file, msg));
+  return util::invalid_argument(fmt::format("{}:{}: {}", file, m.line + 1, msg));
+}
+
+util::Result<double> seconds_value(const std::string& file, const YAML::Node& n,
+                                   const std::string& what, double lo, double hi) {
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= lo) || v > hi) {
+    return located(file, n,
+                   fmt::format("{} must be a number of seconds in {}..{}, got '{}'", what, lo, hi,
+                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
+  }
+  return v;
+}
+
+util::Result<int64_t> bytes_value(const std::string& file, const YAML::Node& n,
+                                  const std::string& what) {
+  auto b = n.IsScalar() ? model::parse_bytes(n.Scalar()) : util::invalid_argument("not a scalar");
+  if (!b.is_ok() || b->value() < 1024) {
+    return located(file, n,
+                   fmt::format("{} must be a size of at least 1Ki like 64Mi, got '{}'", what,
+                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
+  }
+  return b->value();
+}
+
+util::Status parse_backoff(const std::string& file, const YAML::Node& n, ServerConfig& out) {
+  if (!n.IsMap())
+    return located(file, n, "retryBackoff must be {initialSeconds: N, maxSeconds: M}");
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    TY_ASSIGN_OR_RETURN(const double s,
+                        seconds_value(file, kv.second, "retryBackoff." + key, 0, 86400));
+    if (key == "initialSeconds") {
+      out.retry_backoff_initial = util::seconds_f(s);
+    } else if (key == "maxSeconds") {
+      out.retry_backoff_max = util::seconds_f(s);
+    } else {
+      return located(file, kv.first,
+                     fmt::format("unknown key 'retryBackoff.{}'; allowed: initialSeconds, "
+                                 "maxSeconds",
+                                 key));
+    }
+  }
+  if (out.retry_backoff_max < out.retry_backoff_initial)
+    return located(file, n, "retryBackoff.maxSeconds must be >= initialSeconds");
+  return util::Status::ok();
+}
+
+util::Status parse_own_keys(const std::string& file, const YAML::Node& root, ServerConfig& out) {
+  if (const auto p = root["policy"]) {
+    if (!p.IsScalar()) return located(file, p, "policy must be a policy name such as fair");
+    auto traits = sched::find_policy(p.Scalar());
+    if (!traits.is_ok()) return located(file, p, traits.status().message());
+    out.policy.name = p.Scalar();
+  }
+  if (const auto p = root["placement"]) {
+    const std::string v = p.IsScalar() ? p.Scalar() : "";
+    if (v != "pack" && v != "spread")
+      return located(file, p, fmt::format("placement must be pack or spread, got '{}'", v));
+    out.policy.placement =
+        v == "pack" ? sched::PlacementStrategy::Pack : sched::PlacementStrategy::Spread;
+  }
+  if (const auto r = root["reconcileIntervalSeconds"]) {
+    TY_ASSIGN_OR_RETURN(const double s,
+                        seconds_value(file, r, "reconcileIntervalSeconds", 0.01, 60));
+    out.reconcile_interval = util::seconds_f(s);
+  }
+  if (const auto b = root["retryBackoff"]) TY_RETURN_IF_ERROR(parse_backoff(file, b, out));
+  if (const auto s = root["noticeSignal"]) {
+    auto sig = s.IsScalar() ? parse_signal(s.Scalar()) : util::invalid_argument("not a scalar");
+    if (!sig.is_ok()) return located(file, s, "noticeSignal: " + sig.status().message());
+    out.notice_signal = *sig;
+  }
+  if (const auto c = root["logCapBytes"]) {
+    TY_ASSIGN_OR_RETURN(out.log_cap_bytes, bytes_value(file, c, "logCapBytes"));
+  }
+  if (const auto c = root["maxRequestBytes"]) {
+    TY_ASSIGN_OR_RETURN(out.max_request_bytes, bytes_value(file, c, "maxRequestBytes"));
+  }
+  return util::Status::ok();
+}
+
+}  // namespace
+
+util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file) {
+  ServerConfig out;
+  model::ClusterParseOptions options{.require_nodes = false, .allow_nodes = false};
+  for (const char* k : kServerKeys) options.extra_root_keys.emplace_back(k);
+  TY_ASSIGN_OR_RETURN(auto cluster, model::parse_cluster_yaml(text, file, options));
+  out.teams = std::move(cluster.teams);
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (root.IsMap()) TY_RETURN_IF_ERROR(parse_own_keys(file, root, out));
+  } catch (const YAML::Exception& e) {
+    return util::invalid_argument(
+        fmt::format("{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.msg));
+  }
+  return out;
+}
+
+util::Result<ServerConfig> load_server_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return util::not_found(fmt::format("cannot read config file {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_server_config(ss.str(), path);
+}
+
+namespace {
+constexpr std::pair<const char*, int> kSignals[] = {{"TERM", SIGTERM}, {"INT", SIGINT},
+                                                    {"HUP", SIGHUP},   {"USR1", SIGUSR1},
+                                                    {"USR2", SIGUSR2}, {"QUIT", SIGQUIT}};
+}
+
+util::Result<int> parse_signal(const std::string& text) {
+  std::string name = text;
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (const auto& [n, v] : kSignals) {
+    if (name == n || text == std::to_string(v)) return v;
+  }
+  return util::invalid_argument(fmt::format(
+      "unknown signal '{}'; use one of SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT", text));
+}
+
+std::string signal_name(int sig) {
+  for (const auto& [n, v] : kSignals) {
+    if (v == sig) return std::string("SIG") + n;
+  }
+  return std::to_string(sig);
+}
+
+}  // namespace trainyard::server

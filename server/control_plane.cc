@@ -1,0 +1,215 @@
+#include "server/control_plane.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "model/accelerator.h"
+#include "server/tx.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+// One scheduler node per GPU model found on this machine (a node has a single model).
+std::vector<LocalNode> local_nodes_from(const std::vector<telemetry::GpuDevice>& devices) {
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  std::vector<LocalNode> out;
+  for (const auto& d : devices) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const LocalNode& n) { return n.node.gpu_model == d.model; });
+    if (it == out.end()) {
+      LocalNode n;
+      n.node.gpu_model = d.model;
+      n.simulated = d.simulated;
+      out.push_back(std::move(n));
+      it = out.end() - 1;
+    }
+    it->gpus.push_back(d);
+    it->node.mig_enabled = it->node.mig_enabled || d.mig_enabled;
+  }
+  if (out.empty()) out.emplace_back();  // CPU-only machine: one node without GPUs
+  int64_t id = 1;
+  for (auto& n : out) {
+    n.node.id = util::NodeId(id++);
+    n.node.name = out.size() == 1 || n.node.gpu_model.empty()
+                      ? std::string(host)
+                      : fmt::format("{}-{}", host, n.node.gpu_model);
+    n.node.pool = "local";
+    n.node.gpu_count = static_cast<int>(n.gpus.size());
+    n.node.cpu = model::CpuMilli(cpus * 1000);
+    n.node.memory = model::Bytes(static_cast<int64_t>(pages) * page_size);
+    n.node.labels[model::kLabelPool] = "local";
+    if (!n.node.gpu_model.empty()) n.node.labels[model::kLabelGpuProduct] = n.node.gpu_model;
+  }
+  return out;
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(const ControlPlaneOptions& options, exec::Executor& executor,
+                           const util::Clock& clock)
+    : options_(options), executor_(executor), clock_(clock) {}
+
+ControlPlane::~ControlPlane() = default;
+
+util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlaneOptions& options,
+                                                               telemetry::GpuSampler& sampler,
+                                                               exec::Executor& executor,
+                                                               const util::Clock& clock) {
+  TY_ASSIGN_OR_RETURN(auto devices, sampler.devices());
+  return open(options, nodes_from_devices(devices), executor, clock);
+}
+
+std::vector<LocalNode> ControlPlane::nodes_from_devices(
+    const std::vector<telemetry::GpuDevice>& devices) {
+  return local_nodes_from(devices);
+}
+
+util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlaneOptions& options,
+                                                               std::vector<LocalNode> nodes,
+                                                               exec::Executor& executor,
+                                                               const util::Clock& clock) {
+  std::unique_ptr<ControlPlane> cp(new ControlPlane(options, executor, clock));
+  cp->nodes_ = std::move(nodes);
+  for (const auto& n : cp->nodes_) {
+    if (n.node.gpu_count > model::kMaxGpusPerNode)
+      return util::invalid_argument(fmt::format("{} GPUs of one model; at most {} are supported",
+                                                n.node.gpu_count, model::kMaxGpusPerNode));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec)
+    return util::unavailable(fmt::format("cannot create the state directory {}: {}",
+                                         options.state_dir.string(), ec.message()));
+  ::chmod(options.state_dir.c_str(), 0700);
+  const auto db = options.db_path.empty() ? options.state_dir / "state.db" : options.db_path;
+  TY_ASSIGN_OR_RETURN(cp->store_, store::Store::open(db));
+  TY_ASSIGN_OR_RETURN(cp->reader_, store::Store::open(db, {.read_only = true}));
+  cp->committer_ = std::make_unique<GroupCommitter>(*cp->store_);
+  TY_RETURN_IF_ERROR(cp->recover());
+  return cp;
+}
+
+std::filesystem::path ControlPlane::run_dir(util::JobId id, int attempt, int rank) const {
+  return options_.state_dir / "jobs" / std::to_string(id.value()) /
+         fmt::format("attempt-{}", attempt) / fmt::format("rank-{}", rank);
+}
+
+std::string ControlPlane::checkpoint_dir(const ActiveJob& job) const {
+  if (!job.manifest.checkpoint.dir.empty()) return job.manifest.checkpoint.dir;
+  return (options_.state_dir / "checkpoints" / std::to_string(job.rec.id.value())).string();
+}
+
+// ---- tokens ---------------------------------------------------------------------------------
+
+util::Result<Principal> ControlPlane::authenticate(const std::string& token,
+                                                   bool allow_anonymous) const {
+  if (token.empty()) {
+    if (allow_anonymous) return Principal{.admin = true, .team = "", .name = "anonymous"};
+    return util::Status(util::StatusCode::Unauthenticated,
+                        "this server requires a token: set TRAINYARD_TOKEN (an admin creates "
+                        "one with `trainyard token create --team TEAM`)");
+  }
+  const std::string hash = hash_token(token);
+  {
+    std::lock_guard lock(mu_);
+    auto it = token_cache_.find(hash);
+    if (it != token_cache_.end()) return it->second;
+  }
+  std::optional<store::TokenRecord> rec;
+  {
+    std::lock_guard lock(reader_mu_);
+    TY_ASSIGN_OR_RETURN(rec, reader_->find_token(hash));
+  }
+  if (!rec || rec->revoked)
+    return util::Status(util::StatusCode::Unauthenticated,
+                        "the token is not valid (unknown or revoked); check TRAINYARD_TOKEN");
+  Principal p{.admin = rec->admin, .team = rec->team, .name = rec->name};
+  std::lock_guard lock(mu_);
+  token_cache_[hash] = p;
+  return p;
+}
+
+util::Result<nlohmann::json> ControlPlane::create_token(const std::string& team,
+                                                        const std::string& name, bool admin,
+                                                        const Principal& who) {
+  if (!who.admin)
+    return util::Status(util::StatusCode::PermissionDenied, "only an admin may create tokens");
+  if (!admin && team.empty())
+    return util::invalid_argument("a token needs a team (or admin: true)");
+  TY_ASSIGN_OR_RETURN(const std::string secret, generate_token());
+  store::TokenRecord rec{.name = name.empty() ? (admin ? "admin" : team) : name,
+                         .team = admin ? "" : team,
+                         .admin = admin,
+                         .hash_hex = hash_token(secret),
+                         .created = clock_.now()};
+  int64_t id = 0;
+  TY_RETURN_IF_ERROR(committer_->commit([&](store::Store& s) -> util::Status {
+    TY_ASSIGN_OR_RETURN(id, s.insert_token(rec));
+    return util::Status::ok();
+  }));
+  return nlohmann::json{
+      {"id", id}, {"name", rec.name}, {"team", rec.team}, {"admin", admin}, {"token", secret}};
+}
+
+util::Status ControlPlane::ensure_admin_token(const std::filesystem::path& path) {
+  std::vector<store::TokenRecord> tokens;
+  {
+    std::lock_guard lock(reader_mu_);
+    TY_ASSIGN_OR_RETURN(tokens, reader_->tokens());
+  }
+  for (const auto& t : tokens) {
+    if (t.admin && !t.revoked && std::filesystem::exists(path)) return util::Status::ok();
+  }
+  TY_ASSIGN_OR_RETURN(auto created, create_token("", "admin", true, Principal{.admin = true}));
+  const std::string tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << created["token"].get<std::string>() << "\n";
+    if (!out) return util::unavailable("cannot write " + tmp);
+  }
+  ::chmod(tmp.c_str(), 0600);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return util::unavailable(fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  return util::Status::ok();
+}
+
+// ---- loop -----------------------------------------------------------------------------------
+
+void ControlPlane::wake() {
+  std::lock_guard lock(mu_);
+  wake_ = true;
+  loop_cv_.notify_all();
+}
+
+void ControlPlane::stop() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  loop_cv_.notify_all();
+}
+
+void ControlPlane::run_loop() {
+  for (;;) {
+    util::Status st = reconcile_once();
+    if (!st.is_ok()) TY_LOG_ERROR("reconcile: {}", st.to_string());
+    std::unique_lock lock(mu_);
+    if (stopping_) return;
+    // Waiting on a condition variable needs a steady deadline; the Clock is the source of
+    // dates, not of sleeps, so the wait is expressed as a duration.
+    loop_cv_.wait_for(lock, options_.config.reconcile_interval, [&] { return wake_ || stopping_; });
+    wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+}  // namespace trainyard::server

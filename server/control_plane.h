@@ -1,0 +1,154 @@
+// The control plane: accepts jobs, keeps them durable, and runs a reconcile loop that turns
+// observed state into a sched::Snapshot, asks sched::plan() what to do, and carries the plan
+// out through the executor. Every state change is committed to the store before it is
+// acknowledged or acted on, so a restarted server picks up where the last one stopped:
+// running workers are re-adopted, lost ones are retried. Time comes only from the Clock.
+//
+// Thread-safe: API calls come from the HTTP threads, reconcile_once() from the loop thread.
+// mu_ guards the in-memory state; the GroupCommitter serializes writes to the store; reads of
+// finished jobs use a second, read-only store connection guarded by reader_mu_.
+#pragma once
+
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/executor.h"
+#include "model/node.h"
+#include "server/active_job.h"
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/group_commit.h"
+#include "store/store.h"
+#include "telemetry/gpu_sampler.h"
+#include "util/clock.h"
+
+namespace trainyard::server {
+
+struct ControlPlaneOptions {
+  std::filesystem::path state_dir;  // jobs/<id>/attempt-<n>/rank-<r>/, checkpoints/<id>/
+  std::filesystem::path db_path;    // empty = state_dir/state.db
+  ServerConfig config;
+  std::string wrapper_path;  // the trainyard binary, for the local executor
+};
+
+// The GPUs of this machine as scheduler nodes: one node per GPU model.
+struct LocalNode {
+  model::Node node;
+  std::vector<telemetry::GpuDevice> gpus;  // gpu_idx -> device
+  bool simulated = false;
+};
+
+struct LogChunk {
+  std::string data;
+  int64_t next_offset = 0;
+  bool complete = false;  // the attempt has ended and everything was read
+};
+
+class ControlPlane {
+ public:
+  static util::Result<std::unique_ptr<ControlPlane>> open(const ControlPlaneOptions& options,
+                                                          telemetry::GpuSampler& sampler,
+                                                          exec::Executor& executor,
+                                                          const util::Clock& clock);
+  // Same with the nodes given (benchmarks and tests of many nodes; the server uses the sampler).
+  static util::Result<std::unique_ptr<ControlPlane>> open(const ControlPlaneOptions& options,
+                                                          std::vector<LocalNode> nodes,
+                                                          exec::Executor& executor,
+                                                          const util::Clock& clock);
+  // The GPUs of this machine as nodes: one per GPU model (a node has a single model).
+  static std::vector<LocalNode> nodes_from_devices(const std::vector<telemetry::GpuDevice>& d);
+  ~ControlPlane();
+
+  // Tokens. An empty token gives an anonymous principal (admin) only when `allow_anonymous`.
+  util::Result<Principal> authenticate(const std::string& token, bool allow_anonymous) const;
+  util::Result<nlohmann::json> create_token(const std::string& team, const std::string& name,
+                                            bool admin, const Principal& who);
+  // Creates the first admin token if none exists and writes it to `path` (mode 0600).
+  util::Status ensure_admin_token(const std::filesystem::path& path);
+
+  util::Result<nlohmann::json> submit(std::string_view body, std::string_view file,
+                                      const Principal& who);
+  util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
+  util::Result<nlohmann::json> job_events(util::JobId id, int64_t after_seq, const Principal& who);
+  util::Result<LogChunk> job_log(util::JobId id, int attempt, int rank, int64_t offset,
+                                 int64_t max_bytes, const Principal& who);
+  nlohmann::json nodes() const;
+  nlohmann::json queues(const Principal& who) const;
+
+  // One reconcile cycle: observe workers, finish/stop jobs, plan, preempt, start.
+  util::Status reconcile_once();
+  // Runs reconcile_once() every config.reconcile_interval (or sooner after wake()) until stop().
+  void run_loop();
+  void wake();
+  void stop();
+
+  const std::vector<LocalNode>& local_nodes() const { return nodes_; }
+
+ private:
+  ControlPlane(const ControlPlaneOptions& options, exec::Executor& executor,
+               const util::Clock& clock);
+  struct Tx;
+  util::Status recover();
+  util::Status readopt(ActiveJob& job, Tx& tx);
+  void kill_worker(const WorkerProcess& w);
+
+  // Reconcile phases (reconcile.cc); each runs under mu_ and queues store writes in `tx`.
+  void observe_workers(Tx& tx);
+  void finish_attempt(ActiveJob& job, Tx& tx);
+  void fail_broken_dependencies(Tx& tx);
+  void apply_plan(Tx& tx);
+  util::Status commit(Tx& tx);
+  void begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx);
+  void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx);
+  void start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement, Tx& tx);
+
+  sched::Snapshot build_snapshot(std::vector<util::JobId>& backing_off);
+  std::optional<model::JobState> dependency_state(util::JobId dep);
+  std::string processes_json(const ActiveJob& job) const;
+  util::Status launch_workers(ActiveJob& job);
+  util::Result<std::vector<sched::Assignment>> placement_from_json(const std::string& json) const;
+  std::string placement_to_json(const std::vector<sched::Assignment>& placement) const;
+
+  // Helpers shared by the API and the loop.
+  util::Result<store::JobRecord> load_record(util::JobId id);
+  util::Status check_fits_somewhere(const model::JobSpec& spec) const;
+  util::Result<std::vector<util::JobId>> resolve_dependencies(const model::JobManifest& m,
+                                                              const std::string& team);
+  std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
+  std::string checkpoint_dir(const ActiveJob& job) const;
+  nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
+
+  ControlPlaneOptions options_;
+  exec::Executor& executor_;
+  const util::Clock& clock_;
+  std::vector<LocalNode> nodes_;  // fixed after open()
+
+  store::StorePtr store_;  // writer; used only through committer_
+  std::unique_ptr<GroupCommitter> committer_;
+  mutable std::mutex reader_mu_;
+  store::StorePtr reader_;  // guarded by reader_mu_
+
+  mutable std::mutex mu_;
+  std::map<util::JobId, ActiveJob> active_;               // guarded by mu_
+  std::map<util::JobId, model::JobState> finished_;       // guarded by mu_; cache for deps
+  std::set<util::JobId> cancel_before_insert_;            // guarded by mu_
+  std::set<std::string> teams_seen_;                      // guarded by mu_; for queues()
+  mutable std::map<std::string, Principal> token_cache_;  // guarded by mu_; hash -> principal
+  std::condition_variable loop_cv_;                       // with mu_
+  bool wake_ = false;                                     // guarded by mu_
+  bool stopping_ = false;                                 // guarded by mu_
+  uint64_t cycle_ = 0;                                    // guarded by mu_; plan() seed
+};
+
+}  // namespace trainyard::server

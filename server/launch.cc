@@ -1,0 +1,179 @@
+// Turning a placement into worker processes: which GPU (or MIG instance) UUIDs each worker
+// sees, its torchrun-style rank variables, its run and checkpoint dirs. Also the JSON forms of
+// placements and processes that the store keeps for re-adoption after a restart.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/accelerator.h"
+#include "server/control_plane.h"
+
+namespace trainyard::server {
+namespace {
+
+// A free TCP port on loopback for the gang's rendezvous (MASTER_PORT); 29500 if none found.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string_view mig_profile_name(const LocalNode& node, int profile) {
+  const model::Accelerator* acc = model::find_accelerator(node.node.gpu_model);
+  if (acc == nullptr || profile < 0 || profile >= static_cast<int>(acc->mig_profiles.size()))
+    return "";
+  return acc->mig_profiles[profile].name;
+}
+
+// The CUDA_VISIBLE_DEVICES entry of one assignment, or an error saying what is missing.
+util::Result<std::string> device_for(const LocalNode& node, const sched::Assignment& a) {
+  if (a.gpu_idx < 0 || a.gpu_idx >= static_cast<int>(node.gpus.size()))
+    return util::internal_error(fmt::format("GPU {} is not on {}", a.gpu_idx, node.node.name));
+  const telemetry::GpuDevice& gpu = node.gpus[a.gpu_idx];
+  if (a.mig_profile < 0) return gpu.uuid;
+  const std::string_view profile = mig_profile_name(node, a.mig_profile);
+  if (gpu.simulated) return fmt::format("MIG-sim-{}-{}-{}", gpu.index, profile, a.mig_start);
+  for (const auto& mi : gpu.mig_instances) {
+    if (mi.profile == profile && mi.start == a.mig_start) return mi.uuid;
+  }
+  return util::failed_precondition(fmt::format(
+      "GPU {} has no MIG instance {} at slice {}; create it with `nvidia-smi mig -i {} -cgi {} -C`",
+      gpu.index, profile, a.mig_start, gpu.index, profile));
+}
+
+}  // namespace
+
+util::Status ControlPlane::launch_workers(ActiveJob& job) {
+  const auto& spec = job.manifest.spec;
+  const auto& proc = job.manifest.process;
+  std::vector<std::string> argv = proc.command;
+  argv.insert(argv.end(), proc.args.begin(), proc.args.end());
+  const int port = free_port();
+  job.workers.clear();
+  util::Status first_error = util::Status::ok();
+  for (int rank = 0; rank < spec.workers; ++rank) {
+    WorkerProcess w{.rank = rank, .run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string()};
+    exec::WorkerLaunch l{.job = job.rec.id,
+                         .attempt = job.rec.attempt,
+                         .rank = rank,
+                         .world_size = spec.workers,
+                         .master_port = port,
+                         .argv = argv,
+                         .env = proc.env,
+                         .working_dir = proc.working_dir,
+                         .checkpoint_dir = checkpoint_dir(job),
+                         .run_dir = w.run_dir,
+                         .log_cap_bytes = options_.config.log_cap_bytes};
+    int node_idx = -1;
+    util::Status st = util::Status::ok();
+    for (const auto& a : job.placement) {
+      if (a.worker != rank) continue;
+      node_idx = a.node_idx;
+      if (a.gpu_idx < 0) continue;
+      auto dev = device_for(nodes_[a.node_idx], a);
+      if (!dev.is_ok()) {
+        st = dev.status();
+        break;
+      }
+      l.visible_devices.push_back(*dev);
+    }
+    std::set<int> lower;  // workers on the same node before this one
+    for (const auto& a : job.placement)
+      if (a.node_idx == node_idx && a.worker < rank) lower.insert(a.worker);
+    l.local_rank = static_cast<int>(lower.size());
+    if (st.is_ok()) {
+      auto ref = executor_.launch(l);
+      if (ref.is_ok()) {
+        w.ref = *ref;
+      } else {
+        st = ref.status();
+      }
+    }
+    if (!st.is_ok()) {
+      w.finished = true;
+      w.status = {exec::ExitKind::Lost, 0, "could not be started: " + st.message()};
+      if (first_error.is_ok()) first_error = st;
+    }
+    job.workers.push_back(std::move(w));
+  }
+  return first_error;
+}
+
+std::string ControlPlane::processes_json(const ActiveJob& job) const {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& w : job.workers) {
+    arr.push_back({{"rank", w.rank},
+                   {"pid", w.ref.pid},
+                   {"start_ticks", w.ref.start_ticks},
+                   {"run_dir", w.run_dir},
+                   {"status", w.finished ? w.status.detail : "running"}});
+  }
+  return arr.dump();
+}
+
+std::string ControlPlane::placement_to_json(const std::vector<sched::Assignment>& placement) const {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& a : placement) {
+    const LocalNode& node = nodes_[a.node_idx];
+    nlohmann::json e = {
+        {"worker", a.worker}, {"node", node.node.name}, {"gpu", a.gpu_idx}, {"milli", a.milli}};
+    if (a.mig_profile >= 0) {
+      e["mig_profile"] = std::string(mig_profile_name(node, a.mig_profile));
+      e["mig_start"] = a.mig_start;
+    }
+    if (a.gpu_idx >= 0) {
+      auto dev = device_for(node, a);
+      e["device"] = dev.is_ok() ? *dev : "";
+    }
+    arr.push_back(std::move(e));
+  }
+  return arr.dump();
+}
+
+util::Result<std::vector<sched::Assignment>> ControlPlane::placement_from_json(
+    const std::string& text) const {
+  std::vector<sched::Assignment> out;
+  try {
+    for (const auto& e : nlohmann::json::parse(text)) {
+      sched::Assignment a;
+      a.worker = e.at("worker").get<int32_t>();
+      const auto node = e.at("node").get<std::string>();
+      a.node_idx = -1;
+      for (size_t i = 0; i < nodes_.size(); ++i)
+        if (nodes_[i].node.name == node) a.node_idx = static_cast<int32_t>(i);
+      if (a.node_idx < 0) return util::not_found("node " + node + " is no longer present");
+      a.gpu_idx = e.at("gpu").get<int16_t>();
+      if (a.gpu_idx >= nodes_[a.node_idx].node.gpu_count)
+        return util::not_found(fmt::format("GPU {} of {} is no longer present", a.gpu_idx, node));
+      a.milli = e.at("milli").get<int16_t>();
+      if (e.contains("mig_profile")) {
+        const auto* acc = model::find_accelerator(nodes_[a.node_idx].node.gpu_model);
+        const auto name = e["mig_profile"].get<std::string>();
+        for (size_t i = 0; acc && i < acc->mig_profiles.size(); ++i)
+          if (acc->mig_profiles[i].name == name) a.mig_profile = static_cast<int8_t>(i);
+        a.mig_start = e.at("mig_start").get<int8_t>();
+      }
+      out.push_back(a);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return util::internal_error(std::string("stored placement is not readable: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace trainyard::server

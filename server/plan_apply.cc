@@ -1,0 +1,125 @@
+// Reconcile phase 3: build the snapshot, run sched::plan(), and carry out its preemptions and
+// starts. Starts are committed as Placed (with their GPUs) before any worker is launched.
+#include <fmt/format.h>
+
+#include "model/accelerator.h"
+#include "sched/scheduler.h"
+#include "sched/snapshot_builder.h"
+#include "server/control_plane.h"
+#include "server/tx.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+
+sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_off) {
+  const util::Time now = clock_.now();
+  sched::Snapshot snap;
+  snap.now = now;
+  for (const auto& n : nodes_) sched::add_node(snap, n.node);
+  for (const auto& t : options_.config.teams) sched::add_team(snap, t);
+  for (const auto& [id, job] : active_) {
+    if (sched::find_team(snap, job.rec.team) < 0)
+      sched::add_team(snap, model::Team{.name = job.rec.team});
+  }
+  for (auto& [id, job] : active_) {
+    const bool running = !job.workers.empty();
+    if (!running && job.rec.not_before > now) {
+      backing_off.push_back(id);
+      continue;
+    }
+    sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);
+    sj.queued_since = job.rec.queued_since;
+    sj.attained_gpu_time = job.rec.attained_gpu_time;
+    if (running) {
+      sj.phase =
+          job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
+      sj.started = job.rec.started;
+      sj.placement = job.placement;
+      sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
+    } else {
+      for (auto dep : job.depends_on) {
+        const auto state = dependency_state(dep);
+        if (state && *state == model::JobState::Succeeded) continue;
+        sj.waiting_on = dep;
+        break;
+      }
+    }
+    snap.jobs.push_back(std::move(sj));
+  }
+  return snap;
+}
+
+void ControlPlane::apply_plan(Tx& tx) {
+  std::vector<util::JobId> backing_off;
+  const sched::Snapshot snap = build_snapshot(backing_off);
+  const sched::Plan plan = sched::plan(snap, options_.config.policy, ++cycle_);
+  for (auto id : backing_off) {
+    auto& job = active_.at(id);
+    job.wait_reason = fmt::format("backing off after a failure; next try at {}",
+                                  util::format_time(job.rec.not_before));
+  }
+  for (const auto& w : plan.waiting) {
+    if (auto it = active_.find(w.job); it != active_.end())
+      it->second.wait_reason = sched::describe(w, snap);
+  }
+  for (const auto& p : plan.preemptions) {
+    auto it = active_.find(p.job);
+    if (it == active_.end() || it->second.stop != StopCause::None) continue;
+    begin_stop(it->second, StopCause::Preempt,
+               fmt::format("preempted for job {} ({}), grace period {}s", p.for_job.value(),
+                           sched::preempt_cause_name(p.cause),
+                           it->second.manifest.checkpoint.grace_period.count() / 1000000),
+               tx);
+  }
+  std::vector<ActiveJob*> started;
+  for (const auto& s : plan.starts) {
+    auto it = active_.find(s.job);
+    if (it == active_.end()) continue;
+    start_job(it->second, s.placement, tx);
+    started.push_back(&it->second);
+  }
+  if (started.empty()) return;
+  (void)commit(tx);  // Placed is durable before any process exists
+  for (ActiveJob* job : started) {
+    util::Status st = launch_workers(*job);
+    std::string pids;
+    for (const auto& w : job->workers)
+      pids += (pids.empty() ? "" : ",") + std::to_string(w.ref.pid);
+    tx.attempts.push_back({.job = job->rec.id,
+                           .attempt = job->rec.attempt,
+                           .started = job->rec.started,
+                           .placement_json = job->rec.placement_json,
+                           .processes_json = processes_json(*job)});
+    transition(*job, model::JobState::Running,
+               st.is_ok() ? fmt::format("started {} worker(s), pids {}", job->workers.size(), pids)
+                          : "could not start: " + st.message(),
+               tx);
+  }
+}
+
+void ControlPlane::start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement,
+                             Tx& tx) {
+  job.placement = placement;
+  job.rec.placement_json = placement_to_json(placement);
+  job.rec.started = clock_.now();
+  job.wait_reason.clear();
+  std::string where;
+  for (const auto& a : placement) {
+    if (a.gpu_idx < 0) continue;
+    where += fmt::format("{}{}", where.empty() ? "" : ",", a.gpu_idx);
+  }
+  transition(job, model::JobState::Admitted,
+             "admitted by the " + options_.config.policy.name + " policy", tx);
+  transition(
+      job, model::JobState::Placed,
+      where.empty()
+          ? fmt::format("placed on {} (no GPUs)", nodes_[placement[0].node_idx].node.name)
+          : fmt::format("placed on {} GPUs {}", nodes_[placement[0].node_idx].node.name, where),
+      tx);
+  tx.attempts.push_back({.job = job.rec.id,
+                         .attempt = job.rec.attempt,
+                         .started = job.rec.started,
+                         .placement_json = job.rec.placement_json});
+}
+
+}  // namespace trainyard::server

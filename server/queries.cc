@@ -1,0 +1,190 @@
+// ControlPlane's read-only API calls. Jobs that have not ended are answered from memory (which
+// also knows why a pending job waits); ended ones from the read-only store connection.
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "server/control_plane.h"
+
+namespace trainyard::server {
+namespace {
+
+// RFC 3339 in UTC with milliseconds: "2026-11-22T20:40:08.123Z".
+std::string format_api_time(util::Time t) {
+  const std::string whole = util::format_time(t);  // "...:08Z"
+  const int64_t ms = (t.time_since_epoch().count() / 1000) % 1000;
+  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ms < 0 ? ms + 1000 : ms);
+}
+
+nlohmann::json time_or_null(util::Time t) {
+  if (t == util::kEpoch) return nullptr;
+  return format_api_time(t);
+}
+
+nlohmann::json parse_or_empty(const std::string& text) {
+  if (text.empty()) return nlohmann::json::array();
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+util::Status permission(const Principal& who, const store::JobRecord& rec) {
+  if (who.may_access_team(rec.team)) return util::Status::ok();
+  return util::Status(util::StatusCode::PermissionDenied,
+                      fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
+                                  rec.id.value(), rec.team, who.team));
+}
+
+constexpr const char* kStopNames[] = {"", "preempt", "cancel", "deadline", "failure"};
+
+}  // namespace
+
+util::Result<store::JobRecord> ControlPlane::load_record(util::JobId id) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = active_.find(id); it != active_.end()) return it->second.rec;
+  }
+  std::lock_guard lock(reader_mu_);
+  TY_ASSIGN_OR_RETURN(auto rec, reader_->get_job(id));
+  if (!rec) return util::not_found(fmt::format("job {} does not exist", id.value()));
+  return *rec;
+}
+
+nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobRecord& rec) const {
+  nlohmann::json j = {{"id", rec.id.value()},
+                      {"name", rec.name},
+                      {"team", rec.team},
+                      {"state", model::job_state_name(rec.state)},
+                      {"attempt", rec.attempt},
+                      {"priority", rec.priority},
+                      {"failures", rec.failures},
+                      {"submitted", time_or_null(rec.submitted)},
+                      {"started", time_or_null(rec.started)},
+                      {"finished", time_or_null(rec.finished)},
+                      {"updated", time_or_null(rec.updated)},
+                      {"reason", rec.reason},
+                      {"attainedGpuSeconds", util::to_seconds(rec.attained_gpu_time)},
+                      {"placement", parse_or_empty(rec.placement_json)}};
+  const auto manifest = nlohmann::json::parse(rec.manifest_json, nullptr, false);
+  if (!manifest.is_discarded()) {
+    const auto& limits = manifest["spec"]["template"]["resources"]["limits"];
+    j["workers"] = manifest["spec"].value("workers", 1);
+    j["resources"] = limits;
+  }
+  if (active != nullptr) {
+    if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
+    if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
+  }
+  return j;
+}
+
+util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Principal& who) {
+  nlohmann::json j;
+  store::JobRecord rec;
+  {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(id);
+    if (it != active_.end()) {
+      rec = it->second.rec;
+      j = job_json(&it->second, rec);
+    }
+  }
+  if (j.is_null()) {
+    TY_ASSIGN_OR_RETURN(rec, load_record(id));
+    j = job_json(nullptr, rec);
+  }
+  TY_RETURN_IF_ERROR(permission(who, rec));
+  j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
+  std::lock_guard lock(reader_mu_);
+  TY_ASSIGN_OR_RETURN(auto attempts, reader_->attempts(id));
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& a : attempts) {
+    arr.push_back({{"attempt", a.attempt},
+                   {"started", time_or_null(a.started)},
+                   {"ended", time_or_null(a.ended)},
+                   {"outcome", a.outcome},
+                   {"exitCode", a.exit_code},
+                   {"placement", parse_or_empty(a.placement_json)},
+                   {"processes", parse_or_empty(a.processes_json)}});
+  }
+  j["attempts"] = std::move(arr);
+  return j;
+}
+
+util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter,
+                                                     const Principal& who) {
+  if (!who.admin) {
+    if (!filter.team.empty() && filter.team != who.team)
+      return util::Status(util::StatusCode::PermissionDenied,
+                          fmt::format("your token is for team '{}'", who.team));
+    filter.team = who.team;
+  }
+  std::vector<store::JobRecord> recs;
+  {
+    std::lock_guard lock(reader_mu_);
+    TY_ASSIGN_OR_RETURN(recs, reader_->list_jobs(filter));
+  }
+  nlohmann::json items = nlohmann::json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& r : recs) {
+    auto it = active_.find(r.id);
+    // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
+    items.push_back(it != active_.end() ? job_json(&it->second, it->second.rec)
+                                        : job_json(nullptr, r));
+  }
+  nlohmann::json out = {{"items", std::move(items)}};
+  if (static_cast<int>(recs.size()) == filter.limit && !recs.empty())
+    out["nextBefore"] = recs.back().id.value();
+  return out;
+}
+
+util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t after_seq,
+                                                      const Principal& who) {
+  TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
+  TY_RETURN_IF_ERROR(permission(who, rec));
+  std::lock_guard lock(reader_mu_);
+  TY_ASSIGN_OR_RETURN(auto events, reader_->events(id, after_seq, 10000));
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& e : events) {
+    arr.push_back({{"seq", e.seq},
+                   {"time", format_api_time(e.at)},
+                   {"type", e.type},
+                   {"from", e.from_state},
+                   {"to", e.to_state},
+                   {"attempt", e.attempt},
+                   {"reason", e.reason}});
+  }
+  return nlohmann::json{{"items", std::move(arr)}};
+}
+
+util::Result<LogChunk> ControlPlane::job_log(util::JobId id, int attempt, int rank, int64_t offset,
+                                             int64_t max_bytes, const Principal& who) {
+  TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
+  TY_RETURN_IF_ERROR(permission(who, rec));
+  if (rank < 0 || rank >= 1024) return util::invalid_argument("rank must be in 0..1023");
+  if (attempt <= 0) {
+    attempt = rec.attempt;
+    if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;  // latest that ran
+  }
+  if (attempt > rec.attempt)
+    return util::not_found(
+        fmt::format("job {} has no attempt {} (latest is {})", id.value(), attempt, rec.attempt));
+  const bool ended = attempt < rec.attempt || model::is_terminal(rec.state);
+  LogChunk chunk{.next_offset = offset};
+  std::ifstream in(run_dir(id, attempt, rank) / exec::kLogFile, std::ios::binary);
+  if (!in) {
+    chunk.complete = ended;
+    return chunk;
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  if (offset < size) {
+    const int64_t n = std::min(max_bytes, size - offset);
+    chunk.data.resize(static_cast<size_t>(n));
+    in.seekg(offset);
+    in.read(chunk.data.data(), n);
+    chunk.next_offset = offset + n;
+  }
+  chunk.complete = ended && chunk.next_offset >= size;
+  return chunk;
+}
+
+}  // namespace trainyard::server

@@ -1,0 +1,247 @@
+// The reconcile loop's phases. Order matters: outcomes of finished workers are committed
+// before their capacity is planned again, and a start is committed as Placed before any process
+// is launched, so a crash at any point leaves the store describing every process that exists.
+#include <fmt/format.h>
+
+#include "sched/scheduler.h"
+#include "server/control_plane.h"
+#include "server/tx.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+bool is_failure(const exec::ProcessStatus& s) {
+  return s.kind == exec::ExitKind::Lost || s.kind == exec::ExitKind::Signaled ||
+         (s.kind == exec::ExitKind::Exited && s.code != 0);
+}
+
+util::Duration backoff_delay(const ServerConfig& c, int failures) {
+  util::Duration d = c.retry_backoff_initial;
+  for (int i = 1; i < failures && d < c.retry_backoff_max; ++i) d *= 2;
+  return std::min(d, c.retry_backoff_max);
+}
+
+}  // namespace
+
+util::Status ControlPlane::reconcile_once() {
+  std::lock_guard lock(mu_);
+  Tx outcomes;
+  observe_workers(outcomes);
+  fail_broken_dependencies(outcomes);
+  TY_RETURN_IF_ERROR(commit(outcomes));
+  Tx starts;
+  apply_plan(starts);
+  return commit(starts);
+}
+
+util::Status ControlPlane::commit(Tx& tx) {
+  if (tx.empty()) return util::Status::ok();
+  util::Status st = committer_->commit([&](store::Store& s) { return tx.write(s); });
+  if (!st.is_ok()) {
+    // Memory is already ahead of the store; the only safe way on is a restart from the store.
+    TY_LOG_ERROR("cannot commit to the state store, stopping: {}", st.to_string());
+    std::fflush(nullptr);
+    std::_Exit(70);
+  }
+  tx = Tx{};
+  return st;
+}
+
+void ControlPlane::transition(ActiveJob& job, model::JobState to, const std::string& reason,
+                              Tx& tx) {
+  const model::JobState from = job.rec.state;
+  TY_CHECK_MSG(model::is_transition_allowed(from, to),
+               fmt::format("job {}: {} -> {}", job.rec.id.value(), model::job_state_name(from),
+                           model::job_state_name(to)));
+  const util::Time now = clock_.now();
+  const int attempt = job.rec.attempt;
+  job.rec.state = to;
+  job.rec.reason = reason;
+  job.rec.updated = now;
+  if (to == model::JobState::Pending && from != model::JobState::Admitted) {
+    job.rec.attempt += 1;
+    job.rec.queued_since = now;
+  }
+  if (model::is_terminal(to)) job.rec.finished = now;
+  tx.jobs.push_back(job.rec);
+  tx.events.push_back({.job = job.rec.id,
+                       .at = now,
+                       .type = "Transition",
+                       .from_state = std::string(model::job_state_name(from)),
+                       .to_state = std::string(model::job_state_name(to)),
+                       .attempt = attempt,
+                       .reason = reason});
+}
+
+void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx) {
+  const util::Time now = clock_.now();
+  const StopCause before = job.stop;
+  job.stop = cause;
+  job.stop_reason = reason;
+  if (before != StopCause::None && cause == StopCause::Cancel) {
+    // Already stopping (preempted, say): end as cancelled, keep the running grace period.
+  } else {
+    job.kill_at = cause == StopCause::Failure ? now : now + job.manifest.checkpoint.grace_period;
+  }
+  if (cause == StopCause::Preempt && job.rec.state == model::JobState::Running) {
+    transition(job, model::JobState::Preempting, reason, tx);
+  } else {
+    static constexpr const char* kType[] = {"", "Preempting", "CancelRequested", "DeadlineExceeded",
+                                            "WorkerFailed"};
+    tx.events.push_back({.job = job.rec.id,
+                         .at = now,
+                         .type = kType[static_cast<int>(cause)],
+                         .to_state = std::string(model::job_state_name(job.rec.state)),
+                         .attempt = job.rec.attempt,
+                         .reason = reason});
+  }
+  if (before != StopCause::None) return;  // the workers were told already
+  for (auto& w : job.workers) {
+    if (w.finished || w.ref.pid <= 0) continue;
+    util::Status st =
+        cause == StopCause::Failure
+            ? executor_.kill(w.ref)
+            : executor_.notify(w.ref, w.run_dir, options_.config.notice_signal, reason);
+    if (!st.is_ok()) TY_LOG_WARN("job {} rank {}: {}", job.rec.id.value(), w.rank, st.message());
+  }
+}
+
+void ControlPlane::observe_workers(Tx& tx) {
+  const util::Time now = clock_.now();
+  std::vector<util::JobId> ended;
+  for (auto& [id, job] : active_) {
+    if (job.workers.empty()) continue;
+    bool any_running = false;
+    for (auto& w : job.workers) {
+      if (!w.finished) {
+        w.status = w.ref.pid == 0 ? exec::ProcessStatus{exec::ExitKind::Lost, 0,
+                                                        "the worker process was never started"}
+                                  : executor_.poll(w.ref, w.run_dir);
+        w.finished = w.status.kind != exec::ExitKind::Running;
+        if (w.finished && job.stop == StopCause::None && is_failure(w.status)) {
+          job.failure_detail = fmt::format("rank {} {}", w.rank, w.status.detail);
+          begin_stop(job, StopCause::Failure, "worker " + job.failure_detail, tx);
+        }
+      }
+      any_running = any_running || !w.finished;
+    }
+    if (!any_running) {
+      finish_attempt(job, tx);
+      if (model::is_terminal(job.rec.state)) ended.push_back(id);
+      continue;
+    }
+    const util::Duration limit = job.manifest.spec.runtime_limit;
+    if (job.stop == StopCause::None && limit.count() > 0 && now - job.rec.started >= limit) {
+      begin_stop(job, StopCause::Deadline,
+                 fmt::format("ran longer than activeDeadlineSeconds={}", limit.count() / 1000000),
+                 tx);
+    }
+    if (job.stop != StopCause::None && now >= job.kill_at) {
+      for (auto& w : job.workers) kill_worker(w);
+    }
+  }
+  for (auto id : ended) {
+    finished_[id] = active_.at(id).rec.state;
+    active_.erase(id);
+  }
+}
+
+void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
+  const util::Time now = clock_.now();
+  const int64_t milli = job.manifest.spec.total_gpu_share().value();
+  job.rec.attained_gpu_time += (now - job.rec.started) * milli / 1000;
+  store::AttemptRecord attempt{.job = job.rec.id,
+                               .attempt = job.rec.attempt,
+                               .started = job.rec.started,
+                               .ended = now,
+                               .placement_json = job.rec.placement_json,
+                               .processes_json = processes_json(job)};
+  int code = 0;
+  for (const auto& w : job.workers) {
+    if (w.status.kind != exec::ExitKind::Exited || w.status.code != 0) code = w.status.code;
+  }
+  attempt.exit_code = code;
+  job.rec.placement_json.clear();
+  const StopCause cause = job.stop;
+  const std::string stop_reason = job.stop_reason;
+  job.workers.clear();
+  job.placement.clear();
+  job.stop = StopCause::None;
+  switch (cause) {
+    case StopCause::None:
+      attempt.outcome = "succeeded";
+      transition(job, model::JobState::Succeeded, "all workers exited with code 0", tx);
+      break;
+    case StopCause::Preempt:
+      attempt.outcome = "preempted";
+      transition(job, model::JobState::Pending,
+                 stop_reason + "; requeued, resumes from its checkpoint dir", tx);
+      break;
+    case StopCause::Cancel:
+      attempt.outcome = "cancelled";
+      transition(job, model::JobState::Cancelled, stop_reason, tx);
+      break;
+    case StopCause::Deadline:
+      attempt.outcome = "failed";
+      transition(job, model::JobState::Failed, "DeadlineExceeded: " + stop_reason, tx);
+      break;
+    case StopCause::Failure: {
+      const bool lost = job.failure_detail.find("never started") != std::string::npos ||
+                        job.failure_detail.find("lost") != std::string::npos;
+      attempt.outcome = lost ? "lost" : "failed";
+      job.rec.failures += 1;
+      const int limit = job.manifest.backoff_limit;
+      if (job.rec.failures <= limit) {
+        const util::Duration delay = backoff_delay(options_.config, job.rec.failures);
+        job.rec.not_before = now + delay;
+        transition(
+            job, model::JobState::Pending,
+            fmt::format("attempt {} failed ({}); retry {}/{} in {:.0f}s", job.rec.attempt,
+                        job.failure_detail, job.rec.failures, limit, util::to_seconds(delay)),
+            tx);
+      } else {
+        transition(job, model::JobState::Failed,
+                   fmt::format("failed {} time(s), backoffLimit {} reached; last: {}",
+                               job.rec.failures, limit, job.failure_detail),
+                   tx);
+      }
+      break;
+    }
+  }
+  job.failure_detail.clear();
+  tx.attempts.push_back(std::move(attempt));
+}
+
+void ControlPlane::fail_broken_dependencies(Tx& tx) {
+  std::vector<util::JobId> failed;
+  for (auto& [id, job] : active_) {
+    if (job.rec.state != model::JobState::Pending) continue;
+    for (auto dep : job.depends_on) {
+      const auto state = dependency_state(dep);
+      if (!state || !model::is_terminal(*state) || *state == model::JobState::Succeeded) continue;
+      transition(job, model::JobState::Failed,
+                 fmt::format("dependency {} ended {}; this job can never start", dep.value(),
+                             model::job_state_name(*state)),
+                 tx);
+      failed.push_back(id);
+      break;
+    }
+  }
+  for (auto id : failed) {
+    finished_[id] = model::JobState::Failed;
+    active_.erase(id);
+  }
+}
+
+std::optional<model::JobState> ControlPlane::dependency_state(util::JobId dep) {
+  if (auto it = active_.find(dep); it != active_.end()) return it->second.rec.state;
+  if (auto it = finished_.find(dep); it != finished_.end()) return it->second;
+  std::lock_guard lock(reader_mu_);
+  auto rec = reader_->get_job(dep);
+  if (!rec.is_ok() || !*rec) return std::nullopt;
+  finished_[dep] = (*rec)->state;
+  return (*rec)->state;
+}
+
+}  // namespace trainyard::server

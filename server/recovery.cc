@@ -1,0 +1,142 @@
+// Startup after a clean stop or a crash: every job that had not ended is loaded from the store.
+// Workers that are still alive are re-adopted (their pids and start times are in the store, or
+// in the pid file the wrapper wrote if the crash came before the store heard of them); workers
+// that ended while the server was down get their real outcome from their exit_status file on
+// the next reconcile, and those that left no trace are reported lost and retried.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "server/control_plane.h"
+#include "server/tx.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+std::vector<util::JobId> ids_of(const std::vector<std::string>& deps) {
+  std::vector<util::JobId> out;
+  for (const auto& d : deps) {
+    try {
+      out.emplace_back(std::stoll(d));
+    } catch (const std::exception&) {
+      // Names are resolved to ids at submission; a stored name cannot occur.
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+util::Status ControlPlane::recover() {
+  TY_ASSIGN_OR_RETURN(auto records, store_->active_jobs());
+  Tx tx;
+  const util::Time now = clock_.now();
+  for (auto& rec : records) {
+    auto manifest =
+        model::parse_job_manifest(rec.manifest_json, fmt::format("job {}", rec.id.value()));
+    if (!manifest.is_ok()) {
+      TY_LOG_ERROR("job {}: stored spec unreadable: {}", rec.id.value(),
+                   manifest.status().message());
+      continue;
+    }
+    ActiveJob job{.rec = rec, .manifest = std::move(*manifest)};
+    job.depends_on = ids_of(job.manifest.depends_on);
+    const auto state = rec.state;
+    if (state == model::JobState::Admitted) {
+      transition(job, model::JobState::Pending, "the server restarted before placing it", tx);
+    } else if (state == model::JobState::Placed || state == model::JobState::Running ||
+               state == model::JobState::Preempting) {
+      TY_RETURN_IF_ERROR(readopt(job, tx));
+    }
+    job.wait_reason = "not yet examined by the scheduler";
+    teams_seen_.insert(rec.team);
+    active_.emplace(rec.id, std::move(job));
+  }
+  (void)now;
+  return commit(tx);
+}
+
+void ControlPlane::kill_worker(const WorkerProcess& w) {
+  if (w.ref.pid > 0 && !w.finished) (void)executor_.kill(w.ref);
+}
+
+util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
+  const util::JobId id = job.rec.id;
+  auto placement = placement_from_json(job.rec.placement_json);
+  if (placement.is_ok()) job.placement = *placement;
+  std::map<int, WorkerProcess> by_rank;
+  TY_ASSIGN_OR_RETURN(auto attempt, store_->attempt(id, job.rec.attempt));
+  if (attempt && !attempt->processes_json.empty()) {
+    try {
+      for (const auto& p : nlohmann::json::parse(attempt->processes_json)) {
+        WorkerProcess w{.rank = p.at("rank").get<int>(),
+                        .ref = {p.at("pid").get<int>(), p.at("start_ticks").get<int64_t>()},
+                        .run_dir = p.at("run_dir").get<std::string>()};
+        by_rank[w.rank] = w;
+      }
+    } catch (const nlohmann::json::exception&) {
+      by_rank.clear();
+    }
+  }
+  int found = 0;
+  for (int rank = 0; rank < job.manifest.spec.workers; ++rank) {
+    WorkerProcess& w = by_rank[rank];
+    w.rank = rank;
+    if (w.run_dir.empty()) w.run_dir = run_dir(id, job.rec.attempt, rank).string();
+    if (w.ref.pid == 0) {
+      auto ref = executor_.find(w.run_dir);
+      if (ref.is_ok()) w.ref = *ref;
+    }
+    if (w.ref.pid != 0) ++found;
+    job.workers.push_back(w);
+  }
+  if (!placement.is_ok()) {
+    // Its GPUs are gone (the machine changed): stop what still runs and retry elsewhere.
+    for (auto& w : job.workers) kill_worker(w);
+    job.failure_detail = "lost: " + placement.status().message();
+    job.stop = StopCause::Failure;
+    job.placement.clear();
+  }
+  const std::string reason = fmt::format("the server restarted; re-adopted {} of {} worker(s)",
+                                         found, job.manifest.spec.workers);
+  if (job.rec.state == model::JobState::Placed) {
+    transition(job, model::JobState::Running, reason, tx);
+  } else {
+    tx.events.push_back({.job = id,
+                         .at = clock_.now(),
+                         .type = "Adopted",
+                         .to_state = std::string(model::job_state_name(job.rec.state)),
+                         .attempt = job.rec.attempt,
+                         .reason = reason});
+  }
+  const util::Time kill_at = clock_.now() + job.manifest.checkpoint.grace_period;
+  if (job.rec.state == model::JobState::Preempting) {
+    job.stop = StopCause::Preempt;
+    job.stop_reason = job.rec.reason;
+    job.kill_at = kill_at;
+  } else if (job.stop == StopCause::None) {
+    TY_ASSIGN_OR_RETURN(auto events, store_->events(id, 0, 100000));
+    for (const auto& e : events) {
+      if (e.type == "CancelRequested" && e.attempt == job.rec.attempt) {
+        job.stop = StopCause::Cancel;
+        job.stop_reason = e.reason;
+        job.kill_at = kill_at;
+      }
+    }
+  }
+  for (auto& w : job.workers) {
+    if (w.ref.pid == 0) {
+      w.finished = true;
+      w.status = {exec::ExitKind::Lost, 0, "lost: no trace of the worker after a server restart"};
+      if (job.stop == StopCause::None) {
+        job.stop = StopCause::Failure;
+        job.failure_detail = fmt::format("rank {} {}", w.rank, w.status.detail);
+        job.kill_at = clock_.now();
+        for (auto& other : job.workers) kill_worker(other);
+      }
+    }
+  }
+  return util::Status::ok();
+}
+
+}  // namespace trainyard::server

@@ -1,0 +1,150 @@
+#include "server/server_main.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/executor.h"
+#include "server/control_plane.h"
+#include "server/http_api.h"
+#include "telemetry/gpu_sampler.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+bool parse_listen(const std::string& text, HttpOptions& out) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  out.host = text.substr(0, colon);
+  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
+    out.host = out.host.substr(1, out.host.size() - 2);
+  try {
+    size_t used = 0;
+    const int port = std::stoi(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || port < 0 || port > 65535) return false;
+    out.port = port;
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+std::string describe_gpus(const ControlPlane& plane) {
+  std::string out;
+  for (const auto& n : plane.local_nodes()) {
+    if (n.node.gpu_count == 0) continue;
+    out += fmt::format("{}{} x {}{}", out.empty() ? "" : ", ", n.node.gpu_count, n.node.gpu_model,
+                       n.simulated ? " (simulated)" : "");
+  }
+  return out.empty() ? "no GPUs" : out;
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::string tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+}
+
+}  // namespace
+
+std::string default_state_path() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/trainyard/state.db";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/trainyard/state.db";
+}
+
+int run_server(const ServerOptions& options) {
+  HttpOptions http;
+  if (!parse_listen(options.listen, http)) {
+    std::fprintf(stderr,
+                 "trainyard server: --listen must be HOST:PORT like 127.0.0.1:8765, got '%s'\n",
+                 options.listen.c_str());
+    return 2;
+  }
+  http.require_auth = options.require_auth;
+  ServerConfig config;
+  if (!options.config.empty()) {
+    auto loaded = load_server_config(options.config);
+    if (!loaded.is_ok()) {
+      std::fprintf(stderr, "trainyard server: %s\n", loaded.status().message().c_str());
+      return 2;
+    }
+    config = std::move(*loaded);
+  }
+  http.max_request_bytes = config.max_request_bytes;
+  auto sampler = telemetry::make_gpu_sampler(options.gpus);
+  if (!sampler.is_ok()) {
+    std::fprintf(stderr, "trainyard server: --gpus: %s\n", sampler.status().message().c_str());
+    return 2;
+  }
+  auto executor = exec::make_local_executor({.wrapper_path = options.wrapper_path});
+  const std::filesystem::path db = options.state.empty() ? default_state_path() : options.state;
+  util::WallClock clock;
+  ControlPlaneOptions cp_options{.state_dir = db.parent_path().empty() ? "." : db.parent_path(),
+                                 .db_path = db,
+                                 .config = config,
+                                 .wrapper_path = options.wrapper_path};
+  auto plane = ControlPlane::open(cp_options, **sampler, *executor, clock);
+  if (!plane.is_ok()) {
+    std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());
+    return 1;
+  }
+  const auto token_path = cp_options.state_dir / "admin.token";
+  if (auto st = (*plane)->ensure_admin_token(token_path); !st.is_ok()) {
+    std::fprintf(stderr, "trainyard server: %s\n", st.message().c_str());
+    return 1;
+  }
+  HttpApi api(**plane, http);
+  if (auto st = api.bind(); !st.is_ok()) {
+    std::fprintf(stderr, "trainyard server: %s\n", st.message().c_str());
+    return 1;
+  }
+  // Signals are taken by one thread with sigwait; every other thread blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  const std::string url = fmt::format("http://{}:{}", http.host, api.bound_port());
+  write_file_atomically(cp_options.state_dir / "server.addr", url + "\n");
+  std::printf(
+      "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: %s\n",
+      url.c_str(), db.c_str(), describe_gpus(**plane).c_str(), config.policy.name.c_str(),
+      token_path.c_str());
+  std::fflush(stdout);
+
+  ControlPlane& cp = **plane;
+  std::thread loop([&] { cp.run_loop(); });
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::printf("trainyard server: %s received, stopping (jobs keep running)\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stdout);
+    cp.stop();
+    api.stop();
+  });
+  api.serve();
+  cp.stop();
+  loop.join();
+  // serve() also returns when the socket fails; wake the signal thread so it can end.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  return 0;
+}
+
+}  // namespace trainyard::server

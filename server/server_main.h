@@ -1,0 +1,26 @@
+// `trainyard server`: wires the GPU sampler, the local executor, the control plane and the HTTP
+// API together and runs until SIGINT/SIGTERM. Stopping the server leaves job workers running;
+// the next start re-adopts them.
+#pragma once
+
+#include <string>
+
+namespace trainyard::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:8765";
+  std::string state;  // state.db path; empty = $XDG_DATA_HOME/trainyard/state.db
+  std::string gpus = "auto";
+  std::string config;  // YAML; empty = defaults
+  bool require_auth = false;
+  std::string wrapper_path;  // the trainyard binary
+};
+
+// Returns the process exit code: 0 after a clean stop, 1 when it could not start, 2 on bad
+// options or config.
+int run_server(const ServerOptions& options);
+
+// $XDG_DATA_HOME/trainyard/state.db, else ~/.local/share/trainyard/state.db.
+std::string default_state_path();
+
+}  // namespace trainyard::server

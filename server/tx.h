@@ -1,0 +1,27 @@
+// Store writes gathered during one reconcile phase or API call and committed together.
+#pragma once
+
+#include <vector>
+
+#include "server/control_plane.h"
+
+namespace trainyard::server {
+
+struct ControlPlane::Tx {
+  std::vector<store::JobRecord> jobs;
+  std::vector<store::EventRecord> events;
+  std::vector<store::AttemptRecord> attempts;
+
+  bool empty() const { return jobs.empty() && events.empty() && attempts.empty(); }
+  util::Status write(store::Store& s) const {
+    for (const auto& j : jobs) TY_RETURN_IF_ERROR(s.update_job(j));
+    for (const auto& a : attempts) TY_RETURN_IF_ERROR(s.put_attempt(a));
+    for (const auto& e : events) {
+      auto seq = s.append_event(e);
+      if (!seq.is_ok()) return seq.status();
+    }
+    return util::Status::ok();
+  }
+};
+
+}  // namespace trainyard::server

@@ -1,0 +1,379 @@
+"""End-to-end tests of the control plane: the real `trainyard server` binary with simulated
+GPUs, driven by the real CLI and raw HTTP. Usage: e2e_test.py PATH/TO/trainyard [unittest args]"""
+import json
+import os
+import random
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+FAST = "reconcileIntervalSeconds: 0.05\nretryBackoff: {initialSeconds: 0.2, maxSeconds: 1}\n"
+
+
+def write(dirname, name, text):
+    path = os.path.join(dirname, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class Basics(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = harness.Server(config=FAST).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+
+    def test_job_sees_only_its_gpus(self):
+        jid = self.s.run("--gpus", "2", "--name", "cvd", "--", "sh", "-c",
+                         "echo CVD=$CUDA_VISIBLE_DEVICES; echo ID=$TRAINYARD_JOB_ID/$TRAINYARD_ATTEMPT")
+        job = self.s.wait(jid)
+        self.assertEqual(job["state"], "succeeded")
+        log = self.s.logs(jid)
+        devices = [line[4:] for line in log.splitlines() if line.startswith("CVD=")][0].split(",")
+        self.assertEqual(len(devices), 2)
+        self.assertEqual(len(set(devices)), 2)
+        placed = [a["device"] for a in job["attempts"][0]["placement"]]
+        self.assertEqual(sorted(devices), sorted(placed))
+        self.assertTrue(all(d.startswith("GPU-sim-") for d in devices))
+        self.assertIn(f"ID={jid}/1", log)
+
+    def test_gang_gets_torchrun_variables(self):
+        jid = self.s.run("--gpus", "1", "--workers", "2", "--name", "gang", "--", "sh", "-c",
+                         "echo R=$RANK W=$WORLD_SIZE L=$LOCAL_RANK M=$MASTER_ADDR:$MASTER_PORT")
+        self.assertEqual(self.s.wait(jid)["state"], "succeeded")
+        lines = [self.s.logs(jid, "--rank", str(r)).strip() for r in (0, 1)]
+        self.assertTrue(lines[0].startswith("R=0 W=2 L=0 M=127.0.0.1:"), lines[0])
+        self.assertTrue(lines[1].startswith("R=1 W=2 L=1 M=127.0.0.1:"), lines[1])
+        self.assertEqual(lines[0].split("M=")[1], lines[1].split("M=")[1])  # one rendezvous
+
+    def test_logs_follow_until_the_end(self):
+        jid = self.s.run("--name", "follow", "--", "sh", "-c",
+                         "for i in 1 2 3 4 5; do echo line $i; sleep 0.1; done")
+        out = self.s.cli("logs", "-f", str(jid)).stdout
+        self.assertEqual(out.split(), "line 1 line 2 line 3 line 4 line 5".split())
+
+    def test_cancel_running_job_gets_notice_then_cancelled(self):
+        jid = self.s.run("--name", "cancelme", "--grace", "5", "--", "sh", "-c",
+                         "trap 'echo notice: $(cat $TRAINYARD_PREEMPT_NOTICE); exit 0' TERM; "
+                         "echo started; while true; do sleep 0.05; done")
+        self.s.wait(jid, states=("running",))
+        deadline = time.time() + 10
+        while "started" not in self.s.logs(jid) and time.time() < deadline:
+            time.sleep(0.05)
+        r = self.s.cli("cancel", str(jid))
+        self.assertIn("cancelling", r.stdout)
+        job = self.s.wait(jid)
+        self.assertEqual(job["state"], "cancelled")
+        self.assertIn("notice: cancelled by", self.s.logs(jid))
+        self.assertEqual(job["attempts"][0]["outcome"], "cancelled")
+
+    def test_cancel_pending_job_and_already_ended(self):
+        jid = self.s.run("--gpus", "4", "--name", "blocker", "--", "sleep", "30")
+        self.s.wait(jid, states=("running",))
+        waiting = self.s.run("--gpus", "1", "--name", "waits", "--", "true")
+        time.sleep(0.3)
+        job = self.s.job(waiting)
+        self.assertEqual(job["state"], "pending")
+        self.assertIn("GPU", job["waiting"])  # the scheduler's reason names what is missing
+        shown = self.s.cli("show", str(waiting)).stdout
+        self.assertIn("Waiting:", shown)
+        self.s.cli("cancel", str(waiting), str(jid))
+        self.assertEqual(self.s.wait(waiting)["state"], "cancelled")
+        self.assertEqual(self.s.wait(jid)["state"], "cancelled")
+        again = self.s.cli("cancel", str(waiting), check=False)
+        self.assertEqual(again.returncode, 1)
+        self.assertIn("already ended", again.stderr)
+
+    def test_failed_job_is_retried_with_backoff_up_to_the_limit(self):
+        jid = self.s.run("--name", "flaky", "--backoff-limit", "2", "--", "sh", "-c",
+                         "echo attempt $TRAINYARD_ATTEMPT; exit 3")
+        job = self.s.wait(jid, timeout=30)
+        self.assertEqual(job["state"], "failed")
+        self.assertEqual(job["failures"], 3)
+        self.assertEqual([a["outcome"] for a in job["attempts"]], ["failed"] * 3)
+        self.assertEqual([a["exitCode"] for a in job["attempts"]], [3, 3, 3])
+        self.assertIn("backoffLimit 2 reached", job["reason"])
+        self.assertIn("attempt 2", self.s.logs(jid, "--attempt", "2"))
+        events = json.loads(self.s.cli("show", str(jid), "-o", "json").stdout)["events"]
+        self.assertEqual(sum("retry" in e["reason"] for e in events), 2)
+
+    def test_dependency_waits_for_success_and_fails_on_failure(self):
+        a = self.s.run("--name", "dep-a", "--", "sleep", "0.5")
+        b = self.s.run("--name", "dep-b", "--depends-on", "dep-a", "--", "true")
+        jb = self.s.wait(b)
+        ja = self.s.job(a)
+        self.assertEqual(jb["state"], "succeeded")
+        self.assertGreaterEqual(jb["attempts"][0]["started"], ja["attempts"][0]["ended"])
+        bad = self.s.run("--name", "dep-bad", "--backoff-limit", "0", "--", "false")
+        c = self.s.run("--name", "dep-c", "--depends-on", str(bad), "--", "true")
+        jc = self.s.wait(c)
+        self.assertEqual(jc["state"], "failed")
+        self.assertIn(f"dependency {bad} ended failed", jc["reason"])
+        r = self.s.cli("run", "--name", "x", "--depends-on", "no-such-job", "--", "true", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no job named 'no-such-job'", r.stderr)
+
+    def test_ls_filters_and_outputs(self):
+        jid = self.s.run("--name", "listed", "--team", "vision", "--", "true")
+        self.s.wait(jid)
+        table = self.s.cli("ls", "--team", "vision").stdout.splitlines()
+        self.assertEqual(table[0].split()[:4], ["ID", "NAME", "TEAM", "STATE"])
+        self.assertTrue(any(l.split()[0] == str(jid) for l in table[1:]))
+        items = json.loads(self.s.cli("ls", "--state", "succeeded", "-o", "json").stdout)
+        self.assertTrue(items and all(j["state"] == "succeeded" for j in items))
+        self.assertIn("name: listed", self.s.cli("ls", "--name", "listed", "-o", "yaml").stdout)
+        wide = self.s.cli("ls", "-o", "wide").stdout.splitlines()[0]
+        self.assertIn("NODE:GPUS", wide)
+        nodes = json.loads(self.s.cli("nodes", "-o", "json").stdout)["items"]
+        self.assertEqual(nodes[0]["gpus"], 4)
+        self.assertTrue(nodes[0]["simulated"])
+        self.assertIn("simulated", self.s.cli("nodes").stdout)
+        self.assertIn("vision", self.s.cli("queues").stdout)
+
+    def test_missing_executable_fails_with_127(self):
+        jid = self.s.run("--name", "nope", "--backoff-limit", "0", "--", "/no/such/binary")
+        job = self.s.wait(jid)
+        self.assertEqual(job["state"], "failed")
+        self.assertEqual(job["attempts"][0]["exitCode"], 127)
+        self.assertIn("/no/such/binary", self.s.logs(jid))
+
+    def test_api_errors_are_json_with_status(self):
+        code, body = self.s.http("GET", "/api/v1/jobs/999999")
+        self.assertEqual(code, 404)
+        self.assertEqual(body["error"]["code"], "NotFound")
+        code, body = self.s.http("GET", "/api/v1/nope")
+        self.assertEqual(code, 404)
+        code, body = self.s.http("GET", "/api/v1/jobs?limit=abc")
+        self.assertEqual((code, body["error"]["field"]), (400, "limit"))
+        code, body = self.s.http("POST", "/api/v1/jobs", b"x" * (2 << 20))
+        self.assertEqual(code, 413)
+        code, body = self.s.http("POST", "/api/v1/jobs?file=j.yaml", b"apiVersion: trainyard.dev/v1\nkind: Job\n")
+        self.assertEqual(code, 400)
+        self.assertTrue(body["error"]["message"].startswith("j.yaml:"), body)
+        code, body = self.s.http("GET", "/healthz")
+        self.assertEqual((code, body["status"]), (200, "ok"))
+
+    def test_more_gpus_than_the_machine_has_is_refused(self):
+        r = self.s.cli("run", "--gpus", "8", "--", "true", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("largest node has 4", r.stderr)
+
+
+class Specs(unittest.TestCase):
+    """Each malformed spec gives the documented error: file, line, field, fix."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = harness.Server(config=FAST).start()
+        cls.dir = cls.s.state_dir
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+
+    def submit_text(self, text):
+        path = write(self.dir, "job.yaml", text)
+        return self.s.cli("submit", "-f", path, check=False)
+
+    HEAD = "apiVersion: trainyard.dev/v1\nkind: Job\nmetadata:\n  name: bad\nspec:\n"
+
+    def test_wrong_type_names_line_and_field(self):
+        r = self.submit_text(self.HEAD + "  template:\n    command: [true]\n    resources:\n"
+                             "      limits:\n        nvidia.com/gpu: two\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertRegex(r.stderr, r"job\.yaml:10: .*nvidia\.com/gpu must be .*got \"?two")
+
+    def test_unknown_field_is_refused(self):
+        r = self.submit_text(self.HEAD + "  worker: 2\n  template: {command: [true]}\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("job.yaml:6:", r.stderr)
+        self.assertIn("worker", r.stderr)
+
+    def test_wrong_api_version_and_syntax_errors(self):
+        r = self.submit_text("apiVersion: v2\nkind: Job\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("job.yaml:1:", r.stderr)
+        r = self.submit_text("apiVersion: [\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("job.yaml:", r.stderr)
+
+    def test_example_specs_are_accepted(self):
+        examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "jobs")
+        for name in sorted(os.listdir(examples)):
+            if not name.endswith(".yaml") or name == "big.yaml" or "deps" in name:
+                continue
+            r = self.s.cli("submit", "-f", os.path.join(examples, name), check=False)
+            self.assertEqual(r.returncode, 0, f"{name}: {r.stderr}")
+        ids = [j["id"] for j in json.loads(self.s.cli("ls", "-o", "json").stdout)]
+        for jid in ids:
+            self.s.cli("cancel", str(jid), check=False)
+
+
+class Preemption(unittest.TestCase):
+    def test_low_priority_job_checkpoints_and_resumes(self):
+        s = harness.Server(config=FAST + "policy: priority\n").start()
+        try:
+            low = s.run("--gpus", "4", "--name", "low", "--priority-class", "low", "--grace", "10",
+                        "--", "sh", "-c",
+                        "ck=$TRAINYARD_CHECKPOINT_DIR/step; n=$(cat $ck 2>/dev/null || echo 0); "
+                        "echo resumed from $n; "
+                        "trap 'echo $n > $ck; echo saved $n; exit 0' TERM; "
+                        "while [ $n -lt 30 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
+            s.wait(low, states=("running",))
+            time.sleep(0.6)
+            high = s.run("--gpus", "4", "--name", "high", "--priority-class", "high", "--", "sleep", "0.3")
+            jh = s.wait(high)
+            self.assertEqual(jh["state"], "succeeded")
+            jl = s.wait(low, timeout=40)
+            self.assertEqual(jl["state"], "succeeded")
+            self.assertEqual(jl["attempt"], 2)
+            self.assertEqual(jl["attempts"][0]["outcome"], "preempted")
+            first = s.logs(low, "--attempt", "1")
+            saved = int(first.split("saved ")[1].split()[0])
+            self.assertGreater(saved, 0)
+            second = s.logs(low, "--attempt", "2")
+            self.assertIn(f"resumed from {saved}", second)
+            self.assertIn("finished 30", second)
+            self.assertGreaterEqual(jh["attempts"][0]["started"], jl["attempts"][0]["ended"])
+            events = s.job(low)["attempts"]
+            self.assertEqual(len(events), 2)
+        finally:
+            s.stop()
+
+
+class Auth(unittest.TestCase):
+    def test_tokens_and_team_isolation(self):
+        s = harness.Server(config=FAST, extra=["--require-auth"]).start()
+        try:
+            admin = s.admin_token()
+            r = s.cli("ls", check=False)
+            self.assertEqual(r.returncode, 4)
+            self.assertIn("requires a token", r.stderr)
+            r = s.cli("ls", token="ty_wrong", check=False)
+            self.assertEqual(r.returncode, 4)
+            ta = s.cli("token", "create", "--team", "a", token=admin).stdout.strip()
+            tb = s.cli("token", "create", "--team", "b", token=admin).stdout.strip()
+            r = s.cli("token", "create", "--team", "c", token=ta, check=False)
+            self.assertEqual(r.returncode, 4)
+            ja = s.run("--name", "mine", "--", "sleep", "5", token=ta)
+            self.assertEqual(s.job(ja, token=ta)["team"], "a")
+            r = s.cli("show", str(ja), token=tb, check=False)
+            self.assertEqual(r.returncode, 4)
+            self.assertIn("belongs to team 'a'", r.stderr)
+            r = s.cli("cancel", str(ja), token=tb, check=False)
+            self.assertEqual(r.returncode, 4)
+            r = s.cli("run", "--team", "a", "--", "true", token=tb, check=False)
+            self.assertEqual(r.returncode, 4)
+            self.assertEqual(json.loads(s.cli("ls", "-o", "json", token=tb).stdout), [])
+            self.assertEqual(len(json.loads(s.cli("ls", "-o", "json", token=admin).stdout)), 1)
+            s.cli("cancel", str(ja), token=ta)
+            self.assertEqual(s.wait(ja, token=admin)["state"], "cancelled")
+            with open(os.path.join(s.state_dir, "state.db"), "rb") as f:
+                db = f.read()
+            self.assertNotIn(ta.encode(), db)  # only hashes are stored
+        finally:
+            s.stop()
+
+
+def gpu_intervals(jobs):
+    """(device, start, end, job) for every attempt that ran."""
+    out = []
+    for j in jobs:
+        for a in j["attempts"]:
+            if a["started"] is None:
+                continue
+            for p in a["placement"]:
+                out.append((p.get("device"), a["started"], a["ended"] or "9999", j["id"]))
+    return out
+
+
+class CrashSafety(unittest.TestCase):
+    def test_kill9_during_burst_loses_nothing_and_never_double_books(self):
+        s = harness.Server(config=FAST).start()
+        rng = random.Random(int(os.environ.get("TY_E2E_SEED", "7")))
+        acked, lock = [], threading.Lock()
+        body = lambda i: json.dumps({"apiVersion": "trainyard.dev/v1", "kind": "Job",
+                                     "metadata": {"name": f"burst-{i}"},
+                                     "spec": {"template": {"command": ["sleep", "0.05"],
+                                              "resources": {"limits": {"nvidia.com/gpu": rng.choice([1, 2])}}}}}).encode()
+        try:
+            for round_ in range(3):
+                stop = threading.Event()
+
+                def client(k):
+                    i = 0
+                    while not stop.is_set():
+                        try:
+                            code, reply = s.http("POST", "/api/v1/jobs", body(k * 100000 + i))
+                        except Exception:
+                            return  # the server died under us: unacknowledged
+                        if code == 201:
+                            with lock:
+                                acked.append(reply["id"])
+                        i += 1
+
+                threads = [threading.Thread(target=client, args=(k + 10 * round_,)) for k in range(4)]
+                for t in threads:
+                    t.start()
+                time.sleep(rng.uniform(0.3, 1.2))
+                s.kill9()
+                stop.set()
+                for t in threads:
+                    t.join()
+                s.start()
+                for jid in acked:
+                    code, job = s.http("GET", f"/api/v1/jobs/{jid}")
+                    self.assertEqual(code, 200, f"acknowledged job {jid} lost after kill -9")
+            self.assertGreater(len(acked), 20)
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                code, page = s.http("GET", "/api/v1/jobs?limit=1000&state=pending")
+                code2, running = s.http("GET", "/api/v1/jobs?limit=1000&state=running")
+                if not page["items"] and not running["items"]:
+                    break
+                time.sleep(0.3)
+            jobs = [s.http("GET", f"/api/v1/jobs/{jid}")[1] for jid in acked]
+            self.assertTrue(all(j["state"] == "succeeded" for j in jobs),
+                            [(j["id"], j["state"], j["reason"]) for j in jobs if j["state"] != "succeeded"][:5])
+            iv = sorted(gpu_intervals(jobs))
+            for a, b in zip(iv, iv[1:]):
+                if a[0] == b[0]:
+                    self.assertLessEqual(a[2], b[1], f"GPU {a[0]} double-booked: jobs {a[3]} and {b[3]}")
+        finally:
+            s.stop()
+
+    def test_running_job_survives_restart_and_its_outcome_is_recorded(self):
+        s = harness.Server(config=FAST).start()
+        try:
+            keep = s.run("--gpus", "1", "--name", "survivor", "--", "sh", "-c", "sleep 1.5; echo done; exit 0")
+            gone = s.run("--gpus", "1", "--name", "ends-while-down", "--backoff-limit", "0", "--",
+                         "sh", "-c", "sleep 0.5; exit 4")
+            s.wait(keep, states=("running",))
+            s.wait(gone, states=("running",))
+            pid = s.job(keep)["attempts"][0]["processes"][0]["pid"]
+            s.kill9()
+            time.sleep(1.0)  # `gone` exits while no server is running
+            os.kill(pid, 0)  # the survivor's wrapper is still alive
+            s.start()
+            jk = s.wait(keep)
+            jg = s.wait(gone)
+            self.assertEqual((jk["state"], jk["attempt"]), ("succeeded", 1))
+            self.assertIn("done", s.logs(keep))
+            self.assertEqual(jg["state"], "failed")
+            self.assertEqual(jg["attempts"][0]["exitCode"], 4)
+            events = json.loads(s.cli("show", str(keep), "-o", "json").stdout)["events"]
+            self.assertTrue(any(e["type"] == "Adopted" for e in events))
+        finally:
+            s.stop()
+
+
+if __name__ == "__main__":
+    harness.BIN = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

@@ -1,0 +1,110 @@
+"""Starts the real `trainyard server` on a free port with a temporary state directory and
+simulated GPUs, and drives it with the real CLI. Used by the end-to-end tests; stdlib only."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BIN = os.environ.get("TRAINYARD_BIN", "trainyard")
+
+
+class Server:
+    def __init__(self, gpus="sim:4xH100-80GB", config=None, extra=(), state_dir=None):
+        self.state_dir = state_dir or tempfile.mkdtemp(prefix="ty-e2e-")
+        self.gpus, self.extra, self.proc, self.url = gpus, list(extra), None, None
+        self.config_path = None
+        if config is not None:
+            self.config_path = os.path.join(self.state_dir, "config.yaml")
+            with open(self.config_path, "w") as f:
+                f.write(config)
+
+    def start(self):
+        addr = os.path.join(self.state_dir, "server.addr")
+        if os.path.exists(addr):
+            os.remove(addr)
+        cmd = [BIN, "server", "--listen", "127.0.0.1:0", "--state",
+               os.path.join(self.state_dir, "state.db"), "--gpus", self.gpus] + self.extra
+        if self.config_path:
+            cmd += ["--config", self.config_path]
+        self.log = open(os.path.join(self.state_dir, "server.log"), "a")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if os.path.exists(addr):
+                with open(addr) as f:
+                    self.url = f.read().strip()
+                return self
+            if self.proc.poll() is not None:
+                with open(self.log.name) as f:
+                    raise RuntimeError("server exited: " + f.read())
+            time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def admin_token(self):
+        with open(os.path.join(self.state_dir, "admin.token")) as f:
+            return f.read().strip()
+
+    # ---- CLI ----
+    def cli(self, *args, token=None, check=True, stdin=None, timeout=60):
+        env = dict(os.environ, TRAINYARD_SERVER=self.url)
+        env.pop("TRAINYARD_TOKEN", None)
+        if token:
+            env["TRAINYARD_TOKEN"] = token
+        r = subprocess.run([BIN] + list(args), env=env, capture_output=True, text=True,
+                           input=stdin, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"trainyard {' '.join(args)} -> {r.returncode}\n{r.stderr}")
+        return r
+
+    def submit_file(self, path, **kw):
+        return int(self.cli("submit", "-q", "-f", path, **kw).stdout.strip())
+
+    def run(self, *args, **kw):
+        return int(self.cli("run", "-q", *args, **kw).stdout.strip())
+
+    def job(self, job_id, **kw):
+        return json.loads(self.cli("show", str(job_id), "-o", "json", **kw).stdout)
+
+    def logs(self, job_id, *args):
+        return self.cli("logs", str(job_id), *args).stdout
+
+    def wait(self, job_id, states=("succeeded", "failed", "cancelled"), timeout=30, **kw):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            j = self.job(job_id, **kw)
+            if j["state"] in states:
+                return j
+            time.sleep(0.1)
+        raise AssertionError(f"job {job_id} did not reach {states}: {self.job(job_id, **kw)}")
+
+    # ---- raw HTTP ----
+    def http(self, method, path, body=None, token=None, content_type="application/json"):
+        req = urllib.request.Request(self.url + path, data=body, method=method)
+        if body is not None:
+            req.add_header("Content-Type", content_type)
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
