@@ -110,7 +110,11 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
 util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) const {
   int most = 0;
   int total = 0;
+  model::CpuMilli cpu{0};
+  model::Bytes memory{0};
   for (const auto& n : nodes_) {
+    cpu = std::max(cpu, n.node.cpu);
+    memory = std::max(memory, n.node.memory);
     if (!spec.allowed_gpu_models.empty() &&
         std::find(spec.allowed_gpu_models.begin(), spec.allowed_gpu_models.end(),
                   n.node.gpu_model) == spec.allowed_gpu_models.end())
@@ -130,6 +134,16 @@ util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) cons
         "spec.template.resources.limits.nvidia.com/gpu: a worker needs {} GPUs but the largest "
         "node has {} {}; lower the request or use more workers",
         spec.worker.gpus, most, models));
+  if (spec.worker.cpu > cpu)
+    return util::invalid_argument(fmt::format(
+        "spec.template.resources.limits.cpu: a worker asks for {} CPUs but the largest node has "
+        "{}; lower the request",
+        static_cast<double>(spec.worker.cpu.value()) / 1000, cpu.value() / 1000));
+  if (spec.worker.memory > memory)
+    return util::invalid_argument(fmt::format(
+        "spec.template.resources.limits.memory: a worker asks for {} MiB but the largest node "
+        "has {} MiB; lower the request",
+        spec.worker.memory.value() >> 20, memory.value() >> 20));
   if (spec.total_gpus() > total)
     return util::invalid_argument(
         fmt::format("spec.workers: the job needs {} GPUs in all but this machine has {} {}",
