@@ -225,7 +225,7 @@ class Preemption(unittest.TestCase):
                         "ck=$TRAINYARD_CHECKPOINT_DIR/step; n=$(cat $ck 2>/dev/null || echo 0); "
                         "echo resumed from $n; "
                         "trap 'echo $n > $ck; echo saved $n; exit 0' TERM; "
-                        "while [ $n -lt 30 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
+                        "while [ $n -lt 60 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
             s.wait(low, states=("running",))
             time.sleep(0.6)
             high = s.run("--gpus", "4", "--name", "high", "--priority-class", "high", "--", "sleep", "0.3")
@@ -240,10 +240,28 @@ class Preemption(unittest.TestCase):
             self.assertGreater(saved, 0)
             second = s.logs(low, "--attempt", "2")
             self.assertIn(f"resumed from {saved}", second)
-            self.assertIn("finished 30", second)
+            self.assertIn("finished 60", second)
             self.assertGreaterEqual(jh["attempts"][0]["started"], jl["attempts"][0]["ended"])
             events = s.job(low)["attempts"]
             self.assertEqual(len(events), 2)
+        finally:
+            s.stop()
+
+
+class Mig(unittest.TestCase):
+    def test_mig_slice_sees_its_mig_device_uuid(self):
+        s = harness.Server(gpus="sim:1xH100-80GB:mig", config=FAST).start()
+        try:
+            spec = ("apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: slice}\nspec:\n"
+                    "  template:\n    command: [sh, -c, 'echo $CUDA_VISIBLE_DEVICES']\n"
+                    "    resources: {limits: {nvidia.com/mig-1g.10gb: 1}}\n")
+            path = write(s.state_dir, "mig.yaml", spec)
+            ids = [s.submit_file(path) for _ in range(3)]
+            devices = []
+            for jid in ids:
+                self.assertEqual(s.wait(jid)["state"], "succeeded")
+                devices.append(s.logs(jid).strip())
+            self.assertTrue(all(d.startswith("MIG-sim-0-1g.10gb-") for d in devices), devices)
         finally:
             s.stop()
 
@@ -301,7 +319,7 @@ class CrashSafety(unittest.TestCase):
         acked, lock = [], threading.Lock()
         body = lambda i: json.dumps({"apiVersion": "trainyard.dev/v1", "kind": "Job",
                                      "metadata": {"name": f"burst-{i}"},
-                                     "spec": {"template": {"command": ["sleep", "0.05"],
+                                     "spec": {"template": {"command": ["true"],
                                               "resources": {"limits": {"nvidia.com/gpu": rng.choice([1, 2])}}}}}).encode()
         try:
             for round_ in range(3):
@@ -309,7 +327,7 @@ class CrashSafety(unittest.TestCase):
 
                 def client(k):
                     i = 0
-                    while not stop.is_set():
+                    while not stop.is_set() and i < 40:  # bounds the work left to run
                         try:
                             code, reply = s.http("POST", "/api/v1/jobs", body(k * 100000 + i))
                         except Exception:
