@@ -2,6 +2,7 @@
 // before their capacity is planned again, and a start is committed as Placed before any process
 // is launched, so a crash at any point leaves the store describing every process that exists.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sched/scheduler.h"
 #include "server/control_plane.h"
@@ -11,9 +12,21 @@
 namespace trainyard::server {
 namespace {
 
+// Exit code a worker uses for "I saved a checkpoint, requeue me" (EX_TEMPFAIL); see
+// docs/job-contract.md. It is not a failure and does not count against backoffLimit.
+constexpr int kExitRequeue = 75;
+
 bool is_failure(const exec::ProcessStatus& s) {
   return s.kind == exec::ExitKind::Lost || s.kind == exec::ExitKind::Signaled ||
-         (s.kind == exec::ExitKind::Exited && s.code != 0);
+         (s.kind == exec::ExitKind::Exited && s.code != 0 && s.code != kExitRequeue);
+}
+
+// The notice file's content: what the job needs to decide how to stop in time.
+std::string notice_json(const std::string& reason, util::Time deadline, util::Duration grace) {
+  const std::string t = util::format_time(deadline);
+  return nlohmann::json{
+      {"reason", reason}, {"deadline", t}, {"graceSeconds", util::to_seconds(grace)}}
+      .dump();
 }
 
 util::Duration backoff_delay(const ServerConfig& c, int failures) {
@@ -99,10 +112,10 @@ void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string
   if (before != StopCause::None) return;  // the workers were told already
   for (auto& w : job.workers) {
     if (w.finished || w.ref.pid <= 0) continue;
-    util::Status st =
-        cause == StopCause::Failure
-            ? executor_.kill(w.ref)
-            : executor_.notify(w.ref, w.run_dir, options_.config.notice_signal, reason);
+    util::Status st = cause == StopCause::Failure
+                          ? executor_.kill(w.ref)
+                          : executor_.notify(w.ref, w.run_dir, options_.config.notice_signal,
+                                             notice_json(reason, job.kill_at, job.kill_at - now));
     if (!st.is_ok()) TY_LOG_WARN("job {} rank {}: {}", job.rec.id.value(), w.rank, st.message());
   }
 }
@@ -170,8 +183,16 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
   job.stop = StopCause::None;
   switch (cause) {
     case StopCause::None:
-      attempt.outcome = "succeeded";
-      transition(job, model::JobState::Succeeded, "all workers exited with code 0", tx);
+      if (code == kExitRequeue) {
+        attempt.outcome = "requeued";
+        transition(job, model::JobState::Pending,
+                   "a worker exited 75 (checkpointed, asks to be requeued); resumes from its "
+                   "checkpoint dir",
+                   tx);
+      } else {
+        attempt.outcome = "succeeded";
+        transition(job, model::JobState::Succeeded, "all workers exited with code 0", tx);
+      }
       break;
     case StopCause::Preempt:
       attempt.outcome = "preempted";

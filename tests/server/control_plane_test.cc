@@ -113,6 +113,19 @@ TEST_F(ControlPlaneTest, FailureIsRetriedAfterExponentialBackoffThenFails) {
   EXPECT_EQ(job(id)["failures"], 3);
 }
 
+TEST_F(ControlPlaneTest, ExitCode75RequeuesWithoutCountingAFailure) {
+  const int64_t id = submit(job_yaml("ckpt", "  backoffLimit: 0\n", 1));
+  cycle();
+  exec_.exit(1000, 75);
+  cycle();  // requeued and, with its GPU free again, started at once
+  EXPECT_EQ(job(id)["state"], "running");
+  EXPECT_EQ(job(id)["attempt"], 2);
+  EXPECT_EQ(job(id)["failures"], 0);
+  EXPECT_EQ(job(id)["attempts"][0]["outcome"], "requeued");
+  ASSERT_EQ(exec_.launches.size(), 2u);
+  EXPECT_EQ(exec_.launches[1].attempt, 2);
+}
+
 TEST_F(ControlPlaneTest, GangFailureStopsTheOtherWorkers) {
   const int64_t id = submit(job_yaml("gang", "  workers: 2\n  backoffLimit: 0\n", 1));
   cycle();

@@ -71,7 +71,10 @@ class Basics(unittest.TestCase):
         self.assertIn("cancelling", r.stdout)
         job = self.s.wait(jid)
         self.assertEqual(job["state"], "cancelled")
-        self.assertIn("notice: cancelled by", self.s.logs(jid))
+        notice = json.loads(self.s.logs(jid).split("notice: ")[1].splitlines()[0])
+        self.assertIn("cancelled by", notice["reason"])
+        self.assertEqual(notice["graceSeconds"], 5)
+        self.assertTrue(notice["deadline"].endswith("Z"))
         self.assertEqual(job["attempts"][0]["outcome"], "cancelled")
 
     def test_cancel_pending_job_and_already_ended(self):
