@@ -19,7 +19,7 @@ int print(const json& j, const std::string& output, const std::function<void()>&
   } else if (output.empty()) {
     table();
   } else {
-    return report("", util::invalid_argument("-o must be json or yaml"));
+    return report("nodes/queues", util::invalid_argument("-o must be json or yaml"));
   }
   return kExitOk;
 }

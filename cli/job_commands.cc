@@ -127,7 +127,7 @@ Runner add_ls(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("ls", "List jobs, newest first");
   cmd->add_option("--state", o->state,
-                  "Only jobs in this state (Pending, Running, Succeeded, ...)");
+                  "Only jobs in this state: pending, running, succeeded, failed, cancelled, ...");
   cmd->add_option("--team", o->team, "Only jobs of this team");
   cmd->add_option("--name", o->name, "Only jobs with this name");
   cmd->add_option("--limit", o->limit, "Most jobs to list (1..1000)")

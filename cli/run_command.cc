@@ -28,6 +28,7 @@ std::string default_name(const std::vector<std::string>& command) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   if (out.empty()) out = "job";
+  if (out.find_first_not_of("0123456789-") == std::string::npos) out = "job-" + out;  // not an id
   return out.substr(0, 50);
 }
 

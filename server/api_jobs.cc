@@ -25,8 +25,9 @@ util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
     int64_t id = 0;
     if (parse_id(dep, id)) {
       auto rec = load_record(util::JobId(id));
-      if (!rec.is_ok())
-        return util::invalid_argument(fmt::format("spec.dependsOn: no job with id {}", id));
+      if (!rec.is_ok() || rec->team != team)
+        return util::invalid_argument(
+            fmt::format("spec.dependsOn: no job with id {} in team '{}'", id, team));
       out.emplace_back(id);
       continue;
     }

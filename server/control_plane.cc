@@ -1,5 +1,7 @@
 #include "server/control_plane.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,7 +61,9 @@ ControlPlane::ControlPlane(const ControlPlaneOptions& options, exec::Executor& e
                            const util::Clock& clock)
     : options_(options), executor_(executor), clock_(clock) {}
 
-ControlPlane::~ControlPlane() = default;
+ControlPlane::~ControlPlane() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
 
 util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlaneOptions& options,
                                                                telemetry::GpuSampler& sampler,
@@ -86,11 +90,18 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
                                                 n.node.gpu_count, model::kMaxGpusPerNode));
   }
   std::error_code ec;
-  std::filesystem::create_directories(options.state_dir, ec);
+  const bool created = std::filesystem::create_directories(options.state_dir, ec);
   if (ec)
     return util::unavailable(fmt::format("cannot create the state directory {}: {}",
                                          options.state_dir.string(), ec.message()));
-  ::chmod(options.state_dir.c_str(), 0700);
+  if (created) ::chmod(options.state_dir.c_str(), 0700);  // job logs and tokens live here
+  // One server per state directory: two would both start the same jobs.
+  const auto lock_path = options.state_dir / "server.lock";
+  cp->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (cp->lock_fd_ < 0 || ::flock(cp->lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return util::failed_precondition(fmt::format(
+        "another trainyard server is using {} (lock {}); stop it or give another --state",
+        options.state_dir.string(), lock_path.string()));
   const auto db = options.db_path.empty() ? options.state_dir / "state.db" : options.db_path;
   TY_ASSIGN_OR_RETURN(cp->store_, store::Store::open(db));
   TY_ASSIGN_OR_RETURN(cp->reader_, store::Store::open(db, {.read_only = true}));

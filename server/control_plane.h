@@ -133,6 +133,7 @@ class ControlPlane {
   exec::Executor& executor_;
   const util::Clock& clock_;
   std::vector<LocalNode> nodes_;  // fixed after open()
+  int lock_fd_ = -1;              // flock on state_dir/server.lock, held while open
 
   store::StorePtr store_;  // writer; used only through committer_
   std::unique_ptr<GroupCommitter> committer_;

@@ -16,8 +16,10 @@ std::string error_field(const std::string& message) {
     if (c == std::string::npos) break;
     const std::string head = message.substr(start, c - start);
     const bool located = colons == 0 && head.find(':') != std::string::npos;
-    if (!located && (head.rfind("spec", 0) == 0 || head.rfind("metadata", 0) == 0 ||
-                     head == "apiVersion" || head == "kind"))
+    const bool one_word = head.find(' ') == std::string::npos;
+    if (!located && one_word &&
+        (head.rfind("spec", 0) == 0 || head.rfind("metadata", 0) == 0 || head == "apiVersion" ||
+         head == "kind"))
       return head;
     start = c + 2;
   }

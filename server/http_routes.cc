@@ -100,7 +100,9 @@ void HttpApi::routes() {
     f.limit = static_cast<int>(limit);
     f.before = before;
     if (req.has_param("state")) {
-      auto st = model::parse_job_state(req.get_param_value("state"));
+      std::string name = req.get_param_value("state");
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      auto st = model::parse_job_state(name);
       if (!st.is_ok()) return reply_error(res, st.status(), "state");
       f.state = *st;
     }

@@ -94,6 +94,11 @@ void ControlPlane::apply_plan(Tx& tx) {
                st.is_ok() ? fmt::format("started {} worker(s), pids {}", job->workers.size(), pids)
                           : "could not start: " + st.message(),
                tx);
+    if (!st.is_ok()) {
+      // Counts as a failed attempt (retried up to backoffLimit); started ranks are stopped.
+      job->failure_detail = "could not be started: " + st.message();
+      begin_stop(*job, StopCause::Failure, "worker " + job->failure_detail, tx);
+    }
   }
 }
 

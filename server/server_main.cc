@@ -119,7 +119,9 @@ int run_server(const ServerOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  const std::string url = fmt::format("http://{}:{}", http.host, api.bound_port());
+  const bool ipv6 = http.host.find(':') != std::string::npos;
+  const std::string url = ipv6 ? fmt::format("http://[{}]:{}", http.host, api.bound_port())
+                               : fmt::format("http://{}:{}", http.host, api.bound_port());
   write_file_atomically(cp_options.state_dir / "server.addr", url + "\n");
   std::printf(
       "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: %s\n",

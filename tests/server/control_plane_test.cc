@@ -126,6 +126,15 @@ TEST_F(ControlPlaneTest, ExitCode75RequeuesWithoutCountingAFailure) {
   EXPECT_EQ(exec_.launches[1].attempt, 2);
 }
 
+TEST_F(ControlPlaneTest, WorkerThatCannotBeLaunchedIsAFailedAttempt) {
+  const int64_t id = submit(job_yaml("nolaunch", "  backoffLimit: 0\n", 1));
+  exec_.fail_launches = 1;
+  cycle();
+  cycle();
+  EXPECT_EQ(job(id)["state"], "failed");
+  EXPECT_NE(job(id)["reason"].get<std::string>().find("could not be started"), std::string::npos);
+}
+
 TEST_F(ControlPlaneTest, GangFailureStopsTheOtherWorkers) {
   const int64_t id = submit(job_yaml("gang", "  workers: 2\n  backoffLimit: 0\n", 1));
   cycle();

@@ -14,6 +14,10 @@ class FakeExecutor final : public exec::Executor {
  public:
   util::Result<exec::ProcessRef> launch(const exec::WorkerLaunch& w) override {
     std::lock_guard lock(mu_);
+    if (fail_launches > 0) {
+      --fail_launches;
+      return util::unavailable("cannot execute the wrapper");
+    }
     const int pid = next_pid_++;
     launches.push_back(w);
     status[pid] = {exec::ExitKind::Running, 0, "running"};
@@ -49,6 +53,7 @@ class FakeExecutor final : public exec::Executor {
   std::vector<exec::WorkerLaunch> launches;
   std::vector<std::pair<int, int>> notices;  // pid, signal
   std::vector<int> kills;
+  int fail_launches = 0;  // the next N launches fail
   std::map<int, exec::ProcessStatus> status;
 
  private:
