@@ -99,6 +99,7 @@ std::vector<std::string> worker_environment(const WorkerLaunch& w, char** base) 
   env.set("TRAINYARD_RUN_DIR", w.run_dir.string());
   if (!w.checkpoint_dir.empty()) env.set("TRAINYARD_CHECKPOINT_DIR", w.checkpoint_dir);
   env.set("TRAINYARD_PREEMPT_NOTICE", (w.run_dir / kNoticeFile).string());
+  env.set("TRAINYARD_METRICS_FILE", (w.run_dir / kMetricsFile).string());
   env.set("CUDA_VISIBLE_DEVICES", join(w.visible_devices, ","));
   env.set("WORLD_SIZE", std::to_string(w.world_size));
   env.set("RANK", std::to_string(w.rank));

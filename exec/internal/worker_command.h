@@ -11,6 +11,10 @@
 
 namespace trainyard::exec::internal {
 
+// The file in the run dir that a worker appends metrics to, one JSON object per line; given to
+// the worker as TRAINYARD_METRICS_FILE (docs/job-contract.md).
+inline constexpr const char* kMetricsFile = "metrics.jsonl";
+
 // Refuses what a process cannot be given: an empty argv, NUL bytes, env names with '='.
 util::Status validate_launch(const WorkerLaunch& w);
 
@@ -19,8 +23,9 @@ util::Status validate_launch(const WorkerLaunch& w);
 std::vector<std::string> wrapper_argv(const std::string& wrapper_path, const WorkerLaunch& w);
 
 // "NAME=value" entries: the server's environment `base` (environ) without CUDA_VISIBLE_DEVICES,
-// then the user's env, then trainyard's variables (TRAINYARD_*, CUDA_VISIBLE_DEVICES, WORLD_SIZE,
-// RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT when set); a later name replaces an earlier one.
+// then the user's env, then trainyard's variables (TRAINYARD_*, among them
+// TRAINYARD_METRICS_FILE = run_dir/kMetricsFile; CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT when set); a later name replaces an earlier one.
 // A worker without GPUs gets CUDA_VISIBLE_DEVICES="" so that CUDA shows it none.
 std::vector<std::string> worker_environment(const WorkerLaunch& w, char** base);
 

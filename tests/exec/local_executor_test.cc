@@ -17,7 +17,8 @@ using testing::wait_for_exit;
 constexpr const char* kPrintEnv =
     "for v in CUDA_VISIBLE_DEVICES WORLD_SIZE RANK LOCAL_RANK MASTER_ADDR MASTER_PORT "
     "TRAINYARD_JOB_ID TRAINYARD_ATTEMPT TRAINYARD_RANK TRAINYARD_CHECKPOINT_DIR "
-    "TRAINYARD_PREEMPT_NOTICE USER_VAR; do eval \"echo $v=[\\${$v-unset}]\"; done; pwd";
+    "TRAINYARD_PREEMPT_NOTICE TRAINYARD_METRICS_FILE USER_VAR; "
+    "do eval \"echo $v=[\\${$v-unset}]\"; done; pwd";
 
 TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
   TempDir dir;
@@ -52,6 +53,9 @@ TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
   EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "ckpt"));
   EXPECT_NE(log.find("TRAINYARD_PREEMPT_NOTICE=[" + (w.run_dir / kNoticeFile).string() + "]"),
             std::string::npos);
+  EXPECT_NE(log.find("TRAINYARD_METRICS_FILE=[" + (w.run_dir / "metrics.jsonl").string() + "]"),
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("USER_VAR=[hello world]"), std::string::npos);
   EXPECT_NE(log.find("\n" + w.run_dir.string() + "\n"), std::string::npos) << "cwd is run_dir";
 }

@@ -223,30 +223,39 @@ class Preemption(unittest.TestCase):
     def test_low_priority_job_checkpoints_and_resumes(self):
         s = harness.Server(config=FAST + "policy: priority\n").start()
         try:
-            low
-  = s.run("--gpus", "4", "--name", "low", "--priority-class", "low", "--grace", "10", "--", "sh",
-          "-c",
-          "ck=$TRAINYARD_CHECKPOINT_DIR/step; n=$(cat $ck 2>/dev/null || echo 0); "
-          "echo resumed from $n; "
-          "trap 'echo $n > $ck; echo saved $n; exit 0' TERM; "
-          "while [ $n -lt 60 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
-        s.wait(low, states = ("running", )) time.sleep(0.6) high =
-      s.run("--gpus", "4", "--name", "high", "--priority-class", "high", "--", "sleep", "0.3")
-          jh = s.wait(high) self.assertEqual(jh["state"], "succeeded") jl =
-          s.wait(low, timeout = 40) self.assertEqual(jl["state"], "succeeded")
-              self.assertEqual(jl["attempt"], 2)
-                  self.assertEqual(jl["attempts"][0]["outcome"], "preempted")
-                      first = s.logs(low, "--attempt", "1") saved =
-              int(first.split("saved ")[1].split()[0]) self.assertGreater(saved, 0) second =
-                  s.logs(low, "--attempt", "2") self.assertIn(f "resumed from {saved}", second)
-                      self.assertIn("finished 60", second) self.assertGreaterEqual(
-                          jh["attempts"][0]["started"], jl["attempts"][0]["ended"]) events =
-                      s.job(low)["attempts"] self.assertEqual(len(events), 2) finally
-      : s.stop()
+            low = s.run("--gpus", "4", "--name", "low", "--priority-class", "low", "--grace", "10",
+                        "--", "sh", "-c",
+                        "ck=$TRAINYARD_CHECKPOINT_DIR/step; n=$(cat $ck 2>/dev/null || echo 0); "
+                        "echo resumed from $n; "
+                        "trap 'echo $n > $ck; echo saved $n; exit 0' TERM; "
+                        "while [ $n -lt 60 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
+            s.wait(low, states=("running",))
+            time.sleep(0.6)
+            high = s.run("--gpus", "4", "--name", "high", "--priority-class", "high", "--", "sleep", "0.3")
+            jh = s.wait(high)
+            self.assertEqual(jh["state"], "succeeded")
+            jl = s.wait(low, timeout=40)
+            self.assertEqual(jl["state"], "succeeded")
+            self.assertEqual(jl["attempt"], 2)
+            self.assertEqual(jl["attempts"][0]["outcome"], "preempted")
+            first = s.logs(low, "--attempt", "1")
+            saved = int(first.split("saved ")[1].split()[0])
+            self.assertGreater(saved, 0)
+            second = s.logs(low, "--attempt", "2")
+            self.assertIn(f"resumed from {saved}", second)
+            self.assertIn("finished 60", second)
+            self.assertGreaterEqual(jh["attempts"][0]["started"], jl["attempts"][0]["ended"])
+            events = s.job(low)["attempts"]
+            self.assertEqual(len(events), 2)
+        finally:
+            s.stop()
 
-            class Mig(unittest.TestCase)
-      : def test_mig_slice_sees_its_mig_device_uuid(self)
-      : s = harness.Server(gpus = "sim:1xH100-80GB:mig", config = FAST).start() try : spec = ("apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: slice}\nspec:\n"
+
+class Mig(unittest.TestCase):
+    def test_mig_slice_sees_its_mig_device_uuid(self):
+        s = harness.Server(gpus="sim:1xH100-80GB:mig", config=FAST).start()
+        try:
+            spec = ("apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: slice}\nspec:\n"
                     "  template:\n    command: [sh, -c, 'echo $CUDA_VISIBLE_DEVICES']\n"
                     "    resources: {limits: {nvidia.com/mig-1g.10gb: 1}}\n")
             path = write(s.state_dir, "mig.yaml", spec)
@@ -316,14 +325,14 @@ class CrashSafety(unittest.TestCase):
                                      "spec": {"template": {"command": ["true"],
                                               "resources": {"limits": {"nvidia.com/gpu": rng.choice([1, 2])}}}}}).encode()
         try:
-            for
-              round_ in range(3)
-                  : stop = threading.Event()
+            for round_ in range(3):
+                stop = threading.Event()
 
-                               def client(k)
-                  : i = 0 while not stop.is_set() and i < 40 : #bounds the work left to run
-                                                               try : code,
-                    reply = s.http("POST", "/api/v1/jobs", body(k * 100000 + i))
+                def client(k):
+                    i = 0
+                    while not stop.is_set() and i < 40:  # bounds the work left to run
+                        try:
+                            code, reply = s.http("POST", "/api/v1/jobs", body(k * 100000 + i))
                         except Exception:
                             return  # the server died under us: unacknowledged
                         if code == 201:

@@ -1,8 +1,5 @@
-""
-    "Starts the real `trainyard server` on a free port with a temporary state directory and
-    simulated GPUs,
-    and drives it with the real CLI.Used by the end - to - end tests;
-stdlib only."""
+"""Starts the real `trainyard server` on a free port with a temporary state directory and
+simulated GPUs, and drives it with the real CLI. Used by the end-to-end tests; stdlib only."""
 import json
 import os
 import signal
@@ -66,7 +63,7 @@ class Server:
         with open(os.path.join(self.state_dir, "admin.token")) as f:
             return f.read().strip()
 
-#-- -- CLI -- --
+    # ---- CLI ----
     def cli(self, *args, token=None, check=True, stdin=None, timeout=60):
         env = dict(os.environ, TRAINYARD_SERVER=self.url)
         env.pop("TRAINYARD_TOKEN", None)
@@ -99,7 +96,7 @@ class Server:
             time.sleep(0.1)
         raise AssertionError(f"job {job_id} did not reach {states}: {self.job(job_id, **kw)}")
 
-#-- -- raw HTTP -- --
+    # ---- raw HTTP ----
     def http(self, method, path, body=None, token=None, content_type="application/json"):
         req = urllib.request.Request(self.url + path, data=body, method=method)
         if body is not None:

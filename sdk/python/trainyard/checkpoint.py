@@ -1,0 +1,352 @@
+"""Atomic, self-verifying, rolling checkpoints in one directory.
+
+Layout (docs/job-contract.md): each checkpoint is a directory `step-<N>/`
+holding the state files and MANIFEST.json (names, sizes, sha256). It is built
+as `step-<N>.tmp/`, every file and the directory are fsynced, the manifest is
+written last, and the rename to `step-<N>/` is the commit. A SIGKILL at any
+moment therefore leaves either the old set of checkpoints or the new one; a
+torn or bit-rotted checkpoint fails its manifest check and latest() falls back
+to an older one instead of resuming from garbage.
+"""
+
+import datetime
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+
+from . import runtime as _job
+
+log = logging.getLogger("trainyard")
+
+MANIFEST = "MANIFEST.json"
+FORMAT = "trainyard-checkpoint"
+VERSION = 1
+_STEP_DIR = re.compile(r"^step-(\d+)$")
+_TMP_DIR = re.compile(r"^step-\d+\.tmp$")
+_TRASH_PREFIX = ".trash-"
+_CHUNK = 1 << 20
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be written or read back."""
+
+
+def _check_name(name):
+    """Refuses names that could escape the checkpoint directory or hide the manifest."""
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if (not name or name.startswith("/") or "\\" in name or "\0" in name
+            or any(p in ("", ".", "..") for p in parts) or name == MANIFEST):
+        raise ValueError("checkpoint file name %r is not a plain relative path" % (name,))
+    return name
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_durably(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _hash_file(path, fsync=False):
+    """(size, sha256 hex) of a file, streamed so large files need no memory."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            h.update(chunk)
+        if fsync:
+            os.fsync(f.fileno())
+    return size, h.hexdigest()
+
+
+def _now_rfc3339():
+    t = datetime.datetime.now(datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
+
+
+def _remove_tree(path):
+    """Renames to a hidden trash name first, so a crash mid-delete never leaves a
+    half-deleted `step-<N>/` that looks like a checkpoint."""
+    parent, base = os.path.split(path)
+    trash = os.path.join(parent, "%s%s-%d-%d" % (_TRASH_PREFIX, base, os.getpid(),
+                                                 time.monotonic_ns()))
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+class Checkpoint:
+    """One committed checkpoint directory."""
+
+    def __init__(self, step, path):
+        self.step = step
+        self.path = path
+        self._manifest = None
+
+    @property
+    def manifest(self):
+        if self._manifest is None:
+            with open(os.path.join(self.path, MANIFEST), encoding="utf-8") as f:
+                self._manifest = json.load(f)
+        return self._manifest
+
+    @property
+    def files(self):
+        return [e["name"] for e in self.manifest["files"]]
+
+    @property
+    def metadata(self):
+        return self.manifest.get("metadata") or {}
+
+    def file_path(self, name):
+        return os.path.join(self.path, _check_name(name))
+
+    def read(self, name):
+        with open(self.file_path(name), "rb") as f:
+            return f.read()
+
+    def read_all(self):
+        """{name: bytes} for every file in the manifest."""
+        return {name: self.read(name) for name in self.files}
+
+    def verify(self):
+        """None when every file matches the manifest, else what is wrong."""
+        try:
+            m = self.manifest
+        except (OSError, ValueError) as e:
+            return "manifest unreadable: %s" % e
+        if not isinstance(m, dict) or m.get("format") != FORMAT:
+            return "manifest is not a %s manifest" % FORMAT
+        if m.get("step") != self.step:
+            return "manifest step %r != directory step %d" % (m.get("step"), self.step)
+        files = m.get("files")
+        if not isinstance(files, list):
+            return "manifest has no file list"
+        for e in files:
+            try:
+                name, size, digest = _check_name(e["name"]), e["size"], e["sha256"]
+                got_size, got_digest = _hash_file(os.path.join(self.path, name))
+            except (KeyError, TypeError, ValueError) as err:
+                return "bad manifest entry %r: %s" % (e, err)
+            except OSError as err:
+                return "%s: %s" % (e.get("name"), err.strerror or err)
+            if got_size != size:
+                return "%s: size %d, manifest says %d" % (name, got_size, size)
+            if got_digest != digest:
+                return "%s: sha256 mismatch" % name
+        return None
+
+    def __repr__(self):
+        return "Checkpoint(step=%d, path=%r)" % (self.step, self.path)
+
+
+class CheckpointManager:
+    """Writes, finds and prunes checkpoints under one directory.
+
+    One manager (one process) should write a directory; with several ranks,
+    give each rank its own sub-directory or save from rank 0 only.
+    """
+
+    def __init__(self, directory=None, keep_last=3, job=None):
+        self._job = job
+        if directory is None:
+            j = job or _job.current()
+            directory = (j.checkpoint_dir if j else None) or os.environ.get(
+                "TRAINYARD_CHECKPOINT_DIR")
+        if not directory:
+            raise ValueError("no checkpoint directory: pass one or set TRAINYARD_CHECKPOINT_DIR")
+        if keep_last is not None and keep_last < 1:
+            raise ValueError("keep_last must be >= 1 or None (keep all)")
+        self.directory = os.path.abspath(directory)
+        self.keep_last = keep_last
+        self.last_stall_s = None  # seconds the caller was blocked by the last save
+        self.last_save_s = None  # seconds from the last save() call to its commit
+        self._thread = None
+        self._error = None
+        os.makedirs(self.directory, exist_ok=True)
+        self._clean_leftovers()
+
+    # ---- finding -----------------------------------------------------------------------
+    def steps(self):
+        """Steps of the committed-looking `step-<N>` directories, ascending (unverified)."""
+        out = []
+        for name in os.listdir(self.directory):
+            m = _STEP_DIR.match(name)
+            if m and os.path.isdir(os.path.join(self.directory, name)):
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    def path_for(self, step):
+        return os.path.join(self.directory, "step-%d" % step)
+
+    def get(self, step, verify=True):
+        """The checkpoint for `step`, or None when missing or (with verify) damaged."""
+        ck = Checkpoint(step, self.path_for(step))
+        if not os.path.isdir(ck.path):
+            return None
+        if verify:
+            problem = ck.verify()
+            if problem:
+                log.warning("trainyard: checkpoint %s is damaged (%s)", ck.path, problem)
+                return None
+        return ck
+
+    def latest(self, verify=True):
+        """The newest checkpoint whose manifest verifies, or None.
+
+        Damaged ones are skipped with a warning, so a torn or corrupted newest
+        checkpoint costs some steps instead of the run.
+        """
+        for step in reversed(self.steps()):
+            ck = self.get(step, verify=verify)
+            if ck is not None:
+                return ck
+        return None
+
+    # ---- writing -----------------------------------------------------------------------
+    def save(self, step, files, background=False, metadata=None):
+        """Commits checkpoint `step` and returns its final path.
+
+        `files` is {name: bytes-like} or a callable writer(tmp_dir) that writes
+        the files itself. With background=True and a dict, the bytes are copied
+        here (the snapshot) and written, fsynced and committed on a thread; call
+        wait() before relying on it. A writer callable always runs here, since
+        it reads live state; only hashing, fsync and the commit move to the
+        thread. After a notice every save is synchronous: the process is about
+        to exit and the checkpoint must be on disk first.
+        """
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise ValueError("step must be a non-negative int, got %r" % (step,))
+        started = time.monotonic()
+        self.wait()
+        if background and self._notice_given():
+            log.info("trainyard: notice given; saving step %d synchronously", step)
+            background = False
+        self._clean_leftovers()
+        tmp = self.path_for(step) + ".tmp"
+        if callable(files):
+            os.makedirs(tmp)
+            files(tmp)
+            snapshot = None
+        else:
+            snapshot = {}
+            for name, data in files.items():
+                snapshot[_check_name(name)] = bytes(data)  # copies mutable buffers
+        metadata = json.loads(json.dumps(metadata)) if metadata is not None else None
+
+        def commit():
+            self._commit(step, tmp, snapshot, metadata)
+            self.last_save_s = time.monotonic() - started
+
+        if background:
+            self._thread = threading.Thread(target=self._background, args=(commit,),
+                                            name="trainyard-checkpoint-%d" % step)
+            self._thread.start()
+        else:
+            commit()
+        self.last_stall_s = time.monotonic() - started
+        return self.path_for(step)
+
+    def wait(self):
+        """Blocks until a background save is committed; raises its error, if any."""
+        t = self._thread
+        if t is not None:
+            t.join()
+            self._thread = None
+        err, self._error = self._error, None
+        if err is not None:
+            raise CheckpointError("background checkpoint save failed: %s" % err) from err
+
+    def _background(self, commit):
+        try:
+            commit()
+        except BaseException as e:  # reported by wait(); a thread cannot raise to the caller
+            log.error("trainyard: background checkpoint save failed: %s", e)
+            self._error = e
+
+    def _notice_given(self):
+        j = self._job or _job.current()
+        return j is not None and j.should_stop()
+
+    def _commit(self, step, tmp, snapshot, metadata):
+        if snapshot is not None:
+            if os.path.exists(tmp):
+                shutil.rmtree(tmp)
+            os.makedirs(tmp)
+            entries = []
+            for name in sorted(snapshot):
+                path = os.path.join(tmp, name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                data = snapshot[name]
+                _write_durably(path, data)
+                entries.append({"name": name, "size": len(data),
+                                "sha256": hashlib.sha256(data).hexdigest()})
+        else:
+            entries = self._hash_tree(tmp)
+        for root, dirs, _ in os.walk(tmp, topdown=False):
+            for d in dirs:
+                _fsync_dir(os.path.join(root, d))
+        manifest = {"format": FORMAT, "version": VERSION, "step": step,
+                    "created": _now_rfc3339(), "files": entries}
+        if metadata is not None:
+            manifest["metadata"] = metadata
+        _write_durably(os.path.join(tmp, MANIFEST),
+                       (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+        _fsync_dir(tmp)
+        final = self.path_for(step)
+        if os.path.exists(final):  # the same step saved again: the new one replaces it
+            _remove_tree(final)
+        os.rename(tmp, final)
+        _fsync_dir(self.directory)
+        self._prune(keep=step)
+
+    @staticmethod
+    def _hash_tree(tmp):
+        entries = []
+        for root, dirs, names in os.walk(tmp):
+            dirs.sort()
+            for n in sorted(names):
+                path = os.path.join(root, n)
+                rel = os.path.relpath(path, tmp).replace(os.sep, "/")
+                if rel == MANIFEST:
+                    raise CheckpointError("the writer must not create %s itself" % MANIFEST)
+                if not os.path.isfile(path) or os.path.islink(path):
+                    raise CheckpointError("%s is not a regular file" % rel)
+                size, digest = _hash_file(path, fsync=True)
+                entries.append({"name": rel, "size": size, "sha256": digest})
+        return sorted(entries, key=lambda e: e["name"])
+
+    def _prune(self, keep):
+        """Deletes the oldest checkpoints beyond keep_last, never `keep` itself."""
+        if self.keep_last is None:
+            return
+        others = [s for s in reversed(self.steps()) if s != keep]
+        for step in others[self.keep_last - 1:]:
+            _remove_tree(self.path_for(step))
+
+    def _clean_leftovers(self):
+        """Removes `.tmp` dirs of interrupted saves and trash of interrupted deletes."""
+        if self._thread is not None:
+            return  # a background save owns its .tmp dir
+        for name in os.listdir(self.directory):
+            if _TMP_DIR.match(name) or name.startswith(_TRASH_PREFIX):
+                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)

@@ -1,0 +1,206 @@
+"""Saving and restoring a PyTorch training state without pickle.
+
+state_files() snapshots model, optimizer, LR scheduler, GradScaler, RNG states
+(Python `random`, numpy, torch CPU and CUDA), the data position and the step
+into {file name: bytes} for CheckpointManager.save(); restore() puts them
+back. Tensors go to safetensors files, everything else to JSON, so loading a
+checkpoint never executes code from it and floats round-trip exactly (JSON
+floats are written with repr()), which bitwise-identical resume relies on.
+
+Files: model.safetensors (the model's tensors), state.safetensors (all other
+tensors: optimizer state, torch RNG states, ...) and state.json.
+"""
+
+import json
+import logging
+import math
+import random
+import sys
+
+import torch
+
+from . import safetensors
+
+log = logging.getLogger("trainyard")
+
+MODEL_FILE = "model.safetensors"
+TENSORS_FILE = "state.safetensors"
+JSON_FILE = "state.json"
+FORMAT = "trainyard-torch-state"
+
+_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16",
+           torch.bfloat16: "BF16", torch.int64: "I64", torch.int32: "I32", torch.int16: "I16",
+           torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
+_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
+_MARKERS = ("__tensor__", "__tuple__", "__items__", "__float__", "__ndarray__")
+
+try:
+    import numpy
+except ImportError:  # numpy is optional; its RNG is then not saved
+    numpy = None
+
+
+def _tensor_bytes(t):
+    """(dtype name, shape, little-endian bytes) of a tensor, copied to the CPU."""
+    if sys.byteorder != "little":
+        raise NotImplementedError("safetensors needs little-endian bytes")
+    t = t.detach().to("cpu").contiguous()
+    if t.dtype not in _DTYPES:
+        raise TypeError("tensor dtype %s has no safetensors equivalent" % t.dtype)
+    flat = t.view(torch.int16) if t.dtype == torch.bfloat16 else t  # numpy has no bf16
+    return _DTYPES[t.dtype], list(t.shape), flat.numpy().tobytes()
+
+
+def _tensor_from(dtype, shape, data):
+    dt = _TORCH_DTYPES[dtype]
+    if len(data) == 0:
+        return torch.empty(shape, dtype=dt)
+    return torch.frombuffer(bytearray(data), dtype=dt).reshape(shape)
+
+
+def _encode(obj, tensors, key):
+    """JSON-able form of `obj`; tensors are moved into `tensors` under `key`."""
+    if isinstance(obj, torch.Tensor):
+        base, n = key, 1
+        while key in tensors:  # "a.b" nested and "a.b" flat must not overwrite each other
+            key, n = "%s#%d" % (base, n), n + 1
+        tensors[key] = _tensor_bytes(obj)
+        return {"__tensor__": key}
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+    if numpy is not None and isinstance(obj, numpy.ndarray):
+        return {"__ndarray__": obj.dtype.str, "shape": list(obj.shape),
+                "data": obj.ravel().tolist()}
+    if numpy is not None and isinstance(obj, numpy.generic):
+        return _encode(obj.item(), tensors, key)
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_encode(v, tensors, "%s.%d" % (key, i))
+                              for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return [_encode(v, tensors, "%s.%d" % (key, i)) for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in obj):
+            return {k: _encode(v, tensors, "%s.%s" % (key, k)) for k, v in obj.items()}
+        return {"__items__": [[_encode(k, tensors, "%s.k%d" % (key, i)),
+                               _encode(v, tensors, "%s.%s" % (key, k))]
+                              for i, (k, v) in enumerate(obj.items())]}
+    raise TypeError("cannot store %s at %s without pickle; convert it to JSON-able values"
+                    % (type(obj).__name__, key))
+
+
+def _decode(obj, tensors):
+    if isinstance(obj, list):
+        return [_decode(v, tensors) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if "__tensor__" in obj:
+        return _tensor_from(*tensors[obj["__tensor__"]])
+    if "__tuple__" in obj:
+        return tuple(_decode(v, tensors) for v in obj["__tuple__"])
+    if "__items__" in obj:
+        return {_decode(k, tensors): _decode(v, tensors) for k, v in obj["__items__"]}
+    if "__float__" in obj:
+        return float(obj["__float__"])
+    if "__ndarray__" in obj:
+        if numpy is None:
+            raise RuntimeError("this checkpoint holds numpy arrays; install numpy")
+        return numpy.array(obj["data"], dtype=numpy.dtype(obj["__ndarray__"])).reshape(
+            obj["shape"])
+    return {k: _decode(v, tensors) for k, v in obj.items()}
+
+
+def _rng_state(tensors):
+    state = {"python": _encode(random.getstate(), tensors, "rng.python")}
+    if numpy is not None:
+        state["numpy"] = _encode(numpy.random.get_state(), tensors, "rng.numpy")
+    tensors["rng.torch"] = _tensor_bytes(torch.get_rng_state())
+    if torch.cuda.is_available():
+        states = torch.cuda.get_rng_state_all()
+        for i, s in enumerate(states):
+            tensors["rng.cuda.%d" % i] = _tensor_bytes(s)
+        state["cuda_devices"] = len(states)
+    return state
+
+
+def _set_rng_state(state, tensors):
+    random.setstate(_decode(state["python"], tensors))
+    if "numpy" in state:
+        if numpy is not None:
+            numpy.random.set_state(_decode(state["numpy"], tensors))
+        else:
+            log.warning("trainyard: checkpoint has a numpy RNG state but numpy is missing")
+    torch.set_rng_state(_tensor_from(*tensors["rng.torch"]))
+    saved = state.get("cuda_devices", 0)
+    if saved and torch.cuda.is_available():
+        n = min(saved, torch.cuda.device_count())
+        if n != saved:
+            log.warning("trainyard: checkpoint has CUDA RNG states for %d devices, %d visible; "
+                        "restoring %d", saved, torch.cuda.device_count(), n)
+        for i in range(n):
+            torch.cuda.set_rng_state(_tensor_from(*tensors["rng.cuda.%d" % i]), device=i)
+    elif saved:
+        log.warning("trainyard: checkpoint has CUDA RNG states but CUDA is not available")
+
+
+def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=None, data=None,
+                extra=None, rng=True):
+    """Snapshots the training state into {file name: bytes} (copied to host memory now,
+    so the result can be written in the background while training goes on).
+
+    data: the data position, e.g. ResumableSampler.state(); extra: any JSON-able
+    values (tensors allowed) to get back from restore().
+    """
+    model_tensors, tensors = {}, {}
+    doc = {"format": FORMAT, "version": 1, "torch": torch.__version__, "step": step,
+           "data": data}
+    if model is not None:
+        other = {}
+        for k, v in model.state_dict().items():
+            if isinstance(v, torch.Tensor):
+                model_tensors[k] = _tensor_bytes(v)
+            else:
+                other[k] = v
+        doc["model_other"] = _encode(other, tensors, "model_other")
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
+        if obj is not None:
+            doc[name] = _encode(obj.state_dict(), tensors, name)
+    if extra is not None:
+        doc["extra"] = _encode(extra, tensors, "extra")
+    if rng:
+        doc["rng"] = _rng_state(tensors)
+    files = {TENSORS_FILE: safetensors.dumps(tensors, {"format": FORMAT}),
+             JSON_FILE: json.dumps(doc, sort_keys=True).encode("utf-8")}
+    if model is not None:
+        files[MODEL_FILE] = safetensors.dumps(model_tensors, {"format": FORMAT})
+    return files
+
+
+def restore(source, model=None, optimizer=None, scheduler=None, scaler=None, rng=True,
+            strict=True):
+    """Loads a state written by state_files() into the given objects.
+
+    source: a Checkpoint (from CheckpointManager.latest()) or {name: bytes}.
+    Returns {"step", "data", "extra"} for the loop to continue from.
+    """
+    read = source.read if hasattr(source, "read") else source.__getitem__
+    doc = json.loads(read(JSON_FILE).decode("utf-8"))
+    if doc.get("format") != FORMAT:
+        raise ValueError("%s is not a %s file" % (JSON_FILE, FORMAT))
+    tensors, _ = safetensors.loads(read(TENSORS_FILE))
+    if model is not None:
+        raw, _ = safetensors.loads(read(MODEL_FILE))
+        sd = {k: _tensor_from(*v) for k, v in raw.items()}
+        sd.update(_decode(doc.get("model_other", {}), tensors))
+        model.load_state_dict(sd, strict=strict)
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
+        if obj is None:
+            continue
+        if name not in doc:
+            raise KeyError("checkpoint has no %s state" % name)
+        obj.load_state_dict(_decode(doc[name], tensors))
+    if rng and "rng" in doc:
+        _set_rng_state(doc["rng"], tensors)
+    return {"step": doc.get("step"), "data": doc.get("data"),
+            "extra": _decode(doc.get("extra"), tensors)}
