@@ -8,7 +8,6 @@
 //   build/bench/server_bench [--quick] [--only=submit|query|reconcile]
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -20,9 +19,6 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/server_bench_util.h"
-#include "model/job_manifest.h"
-#include "sched/scheduler.h"
-#include "sched/snapshot_builder.h"
 
 namespace trainyard::bench {
 namespace {
@@ -36,18 +32,10 @@ struct Sizes {
   int requests = 300;  // per query kind
   int nodes = 1000;
   int pending = 10000;
-  int cycles = 4;
+  int cycles = 6;
 };
 
 const server::Principal kAdmin{.admin = true, .team = "", .name = "bench"};
-
-std::string manifest(const std::string& name, const std::string& team, int gpus) {
-  return fmt::format(
-      R"({{"apiVersion":"trainyard.dev/v1","kind":"Job","metadata":{{"name":"{}"}},)"
-      R"("spec":{{"team":"{}","template":{{"command":["python","train.py","--epochs","10"],)"
-      R"("resources":{{"limits":{{"nvidia.com/gpu":{}}}}}}}}}}})",
-      name, team, gpus);
-}
 
 // ---- 1. submissions ----------------------------------------------------------------------------
 
@@ -75,6 +63,7 @@ std::vector<double> submit_some(server::ControlPlane& plane, int port, int count
   if (port > 0) {
     cli.emplace("127.0.0.1", port);
     cli->set_keep_alive(true);
+    cli->set_tcp_nodelay(true);  // else Nagle holds the body back until the headers are ACKed
   }
   for (int i = 0; i < count; ++i) {
     const util::Duration t0 = WallClock::steady_now();
@@ -95,14 +84,8 @@ SubmitRun run_submissions(const SubmitCase& c, int total) {
   TempDir dir;
   FakeExecutor executor;
   WallClock clock;
-  std::vector<telemetry::GpuDevice> devices(8);
-  for (int gpu_idx = 0; gpu_idx < 8; ++gpu_idx) {
-    devices[gpu_idx] = {.index = gpu_idx, .uuid = fmt::format("GPU-sim-{}", gpu_idx),
-                        .name = "NVIDIA H100 80GB HBM3", .model = "H100-80GB",
-                        .memory = model::gib(80), .simulated = true};
-  }
-  auto plane = open_plane(dir.path(), server::ControlPlane::nodes_from_devices(devices), executor,
-                          clock);
+  auto plane = open_plane(dir.path(), server::ControlPlane::nodes_from_devices(sim_devices(8)),
+                          executor, clock);
   std::optional<ServedApi> api;
   if (c.http) api.emplace(*plane);
   std::thread loop;
@@ -141,22 +124,25 @@ void bench_submissions(const Sizes& z) {
       {"direct submit(), 1 thread", false, 1, false},
       {"direct submit(), 8 threads", false, 8, false},
   };
-  fmt::print("\n## 1. Durable submissions ({} per run, median of {} runs)\n\n", z.submissions,
+  fmt::print("\n## 1. Durable submissions (median of {} runs; loop off unless stated)\n\n",
              z.repetitions);
-  fmt::print("| case | submissions/s (min-max) | vs baseline | ack p50 ms | ack p99 ms |\n");
-  fmt::print("|---|---|---|---|---|\n");
+  fmt::print(
+      "| case | jobs per run | submissions/s (min-max) | vs baseline | ack p50 ms | "
+      "ack p99 ms |\n|---|---|---|---|---|---|\n");
   double baseline = 0;
   for (const SubmitCase& c : cases) {
+    // One client is slow (a round trip and an fsync per job): a quarter of the jobs suffice.
+    const int jobs = c.clients == 1 ? z.submissions / 4 : z.submissions;
     std::vector<double> rates, latency;
     for (int rep = 0; rep < z.repetitions; ++rep) {
-      SubmitRun run = run_submissions(c, z.submissions);
-      rates.push_back(z.submissions / run.seconds);
+      SubmitRun run = run_submissions(c, jobs);
+      rates.push_back(jobs / run.seconds);
       latency.insert(latency.end(), run.latency_ms.begin(), run.latency_ms.end());
     }
     const double rate = median(rates);
     if (baseline == 0) baseline = rate;
-    fmt::print("| {} | {:.0f} ({:.0f}-{:.0f}) | {:.2f}x | {:.2f} | {:.2f} |\n", c.label, rate,
-               percentile(rates, 1e-9), percentile(rates, 1.0), rate / baseline,
+    fmt::print("| {} | {} | {:.0f} ({:.0f}-{:.0f}) | {:.2f}x | {:.2f} | {:.2f} |\n", c.label, jobs,
+               rate, percentile(rates, 1e-9), percentile(rates, 1.0), rate / baseline,
                median(latency), percentile(latency, 0.99));
     std::fflush(stdout);
   }
@@ -164,64 +150,44 @@ void bench_submissions(const Sizes& z) {
 
 // ---- 2. queries over a large store -------------------------------------------------------------
 
-constexpr int kTeams = 20;
-
-// `n` jobs in batches of 1,000 per transaction; every 100th stays Pending, the rest Succeeded
-// with the five events and the attempt a real run leaves.
-void fill_store(const std::filesystem::path& db, int n) {
-  auto store = must(store::Store::open(db), "opening the store");
-  std::vector<std::string> manifests;
-  for (int team = 0; team < kTeams; ++team) {
-    auto m = must(model::parse_job_manifest(
-                      manifest("train", fmt::format("team-{:02d}", team), 1 << (team % 4)), "b"),
-                  "parsing a manifest");
-    manifests.push_back(model::job_manifest_to_json(m));
-  }
-  using model::JobState;
-  auto event = [](store::Store& s, util::JobId id, util::Time at, std::string from, JobState to,
-                  const char* type) {
-    return s.append_event({.job = id, .at = at, .type = type, .from_state = std::move(from),
-                           .to_state = std::string(job_state_name(to)), .reason = "bench"});
-  };
-  for (int first = 0; first < n; first += 1000) {
-    must(store->transaction([&]() -> util::Status {
-      for (int i = first; i < std::min(n, first + 1000); ++i) {
-        const bool pending = i % 100 == 99;
-        const util::Time t = util::from_seconds(1.7e9 + i);
-        store::JobRecord rec{.name = "train", .team = fmt::format("team-{:02d}", i % kTeams),
-                             .state = pending ? JobState::Pending : JobState::Succeeded,
-                             .manifest_json = manifests[i % kTeams], .submitted = t,
-                             .updated = t, .queued_since = t, .reason = "bench"};
-        if (!pending) {
-          rec.started = t + util::seconds(10);
-          rec.finished = rec.updated = t + util::seconds(3600);
-        }
-        TY_ASSIGN_OR_RETURN(rec.id, store->insert_job(rec));
-        TY_RETURN_IF_ERROR(event(*store, rec.id, t, "", JobState::Pending, "Submitted").status());
-        if (pending) continue;
-        const JobState path[] = {JobState::Pending, JobState::Admitted, JobState::Placed,
-                                 JobState::Running, JobState::Succeeded};
-        for (int step = 1; step < 5; ++step) {
-          TY_RETURN_IF_ERROR(event(*store, rec.id, rec.started,
-                                   std::string(job_state_name(path[step - 1])), path[step],
-                                   "Transition").status());
-        }
-        TY_RETURN_IF_ERROR(store->put_attempt(
-            {.job = rec.id, .started = rec.started, .ended = rec.finished,
-             .placement_json = R"([{"worker":0,"node":"node-0001","gpu":0,"milli":1000}])",
-             .processes_json = R"([{"rank":0,"pid":4242,"start_ticks":1,"run_dir":"/x"}])",
-             .outcome = "succeeded"}));
-      }
-      return util::Status::ok();
-    }), "filling the store");
-  }
-}
-
+// One kind of request: its URL and the same work as a direct ControlPlane call (JSON included).
 struct QueryKind {
   std::string label;
   std::function<std::string(std::mt19937_64&)> path;
-  int expect_items;  // -1 = not a list
+  std::function<std::string(std::mt19937_64&)> direct;  // the reply body; empty for none
+  int expect_items;                                     // -1 = not a list
 };
+
+struct Latency {
+  std::vector<double> http_ms, direct_ms;
+  size_t bytes = 0;
+};
+
+Latency time_kind(const QueryKind& k, httplib::Client& cli, int requests) {
+  Latency out;
+  std::mt19937_64 rng(7);
+  for (int i = -10; i < requests; ++i) {  // 10 warm-up requests
+    const std::string path = k.path(rng);
+    const util::Duration start = WallClock::steady_now();
+    auto res = cli.Get(path);
+    const double took = elapsed_ms(start);
+    if (!res || res->status != 200)
+      must(util::internal_error(fmt::format("{} -> {}", path, res ? res->status : -1)), k.label);
+    if (k.expect_items >= 0 &&
+        nlohmann::json::parse(res->body)["items"].size() != static_cast<size_t>(k.expect_items))
+      must(util::internal_error(path + " returned a short page"), k.label);
+    if (i < 0) continue;
+    out.http_ms.push_back(took);
+    out.bytes += res->body.size();
+  }
+  rng.seed(7);
+  for (int i = -10; i < requests; ++i) {
+    const util::Duration start = WallClock::steady_now();
+    const std::string body = k.direct(rng);
+    if (i >= 0) out.direct_ms.push_back(elapsed_ms(start));
+  }
+  return out;
+}
 
 void bench_queries(const Sizes& z) {
   TempDir dir;
@@ -236,49 +202,51 @@ void bench_queries(const Sizes& z) {
   const double open_ms = elapsed_ms(t0);
   ServedApi api(*plane);
 
-  auto any_id = [n](std::mt19937_64& rng) {
-    return std::uniform_int_distribution<int>(1, n)(rng);
+  auto any_id = [n](std::mt19937_64& rng) { return std::uniform_int_distribution<int>(1, n)(rng); };
+  auto list = [&](store::JobFilter f) {
+    return [&plane, f](auto&) { return must(plane->list_jobs(f, kAdmin), "ls").dump(); };
   };
   const std::vector<QueryKind> kinds = {
-      {"GET /healthz (HTTP floor, baseline)", [](auto&) { return std::string("/healthz"); }, -1},
-      {"ls: first page", [](auto&) { return std::string("/api/v1/jobs?limit=100"); }, 100},
+      {"GET /healthz (HTTP floor, baseline)", [](auto&) { return std::string("/healthz"); },
+       [](auto&) { return std::string(); }, -1},
+      {"ls: first page", [](auto&) { return std::string("/api/v1/jobs?limit=100"); },
+       list({.limit = 100}), 100},
       {"ls: team filter", [](auto&) { return std::string("/api/v1/jobs?limit=100&team=team-07"); },
-       100},
+       list({.team = "team-07", .limit = 100}), 100},
       {"ls: page from the middle",
-       [n](auto&) { return fmt::format("/api/v1/jobs?limit=100&before={}", n / 2); }, 100},
+       [n](auto&) { return fmt::format("/api/v1/jobs?limit=100&before={}", n / 2); },
+       list({.before = n / 2, .limit = 100}), 100},
       {"show: random job", [&](auto& rng) { return fmt::format("/api/v1/jobs/{}", any_id(rng)); },
+       [&](auto& rng) {
+         return must(plane->get_job(util::JobId(any_id(rng)), kAdmin), "show").dump();
+       },
        -1},
       {"events: random job",
-       [&](auto& rng) { return fmt::format("/api/v1/jobs/{}/events", any_id(rng)); }, -1},
+       [&](auto& rng) { return fmt::format("/api/v1/jobs/{}/events", any_id(rng)); },
+       [&](auto& rng) {
+         return must(plane->job_events(util::JobId(any_id(rng)), 0, kAdmin), "events").dump();
+       },
+       -1},
   };
   fmt::print("\n## 2. Queries with {} jobs in the store ({} pending, in memory)\n\n", n, n / 100);
-  fmt::print("Store filled in {:.1f} s; ControlPlane::open (recovers the pending jobs) {:.0f} ms.\n",
-             fill_s, open_ms);
-  fmt::print("{} requests per row from one keep-alive client, after 10 warm-up requests.\n\n",
-             z.requests);
-  fmt::print("| request | median ms | p99 ms | max ms | reply bytes |\n|---|---|---|---|---|\n");
+  fmt::print(
+      "Store filled in {:.1f} s; ControlPlane::open (recovers the pending jobs) {:.0f} ms.\n",
+      fill_s, open_ms);
+  fmt::print(
+      "{} requests per row from one keep-alive client (TCP_NODELAY), after 10 warm-up "
+      "requests; then the same calls on ControlPlane directly (with dump()).\n\n",
+      z.requests);
+  fmt::print(
+      "| request | HTTP median ms | HTTP p99 ms | HTTP max ms | direct median ms | "
+      "direct p99 ms | reply bytes |\n|---|---|---|---|---|---|---|\n");
   httplib::Client cli("127.0.0.1", api.port());
   cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);
   for (const QueryKind& k : kinds) {
-    std::mt19937_64 rng(7);
-    std::vector<double> ms;
-    size_t bytes = 0;
-    for (int i = -10; i < z.requests; ++i) {
-      const std::string path = k.path(rng);
-      const util::Duration start = WallClock::steady_now();
-      auto res = cli.Get(path);
-      const double took = elapsed_ms(start);
-      if (!res || res->status != 200)
-        must(util::internal_error(fmt::format("{} -> {}", path, res ? res->status : -1)), k.label);
-      if (k.expect_items >= 0 &&
-          nlohmann::json::parse(res->body)["items"].size() != static_cast<size_t>(k.expect_items))
-        must(util::internal_error(path + " returned a short page"), k.label);
-      if (i < 0) continue;
-      ms.push_back(took);
-      bytes += res->body.size();
-    }
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {} |\n", k.label, median(ms),
-               percentile(ms, 0.99), percentile(ms, 1.0), bytes / ms.size());
+    const Latency l = time_kind(k, cli, z.requests);
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {:.3f} | {} |\n", k.label,
+               median(l.http_ms), percentile(l.http_ms, 0.99), percentile(l.http_ms, 1.0),
+               median(l.direct_ms), percentile(l.direct_ms, 0.99), l.bytes / l.http_ms.size());
     std::fflush(stdout);
   }
 }
@@ -313,77 +281,63 @@ std::vector<int> submit_pending(server::ControlPlane& plane, int n) {
   return gpus_of_id;
 }
 
-// plan() alone on the snapshot the server builds for cycle 1 (every job pending), then on the
-// one it builds for cycle 2 (cycle 1's starts running). Returns {ms, ms, starts of the first}.
-struct PlanOnly {
-  double first_ms, steady_ms;
-  size_t starts;
+// One fresh control plane with `z.pending` jobs submitted, then `z.cycles` reconcile cycles.
+struct CycleRun {
+  double first_ms = 0;
+  std::vector<double> later_ms;
+  int64_t started = 0, later_started = 0, gpus = 0;
+  PlanOnly alone{};
 };
-PlanOnly plan_only(const std::vector<server::LocalNode>& nodes, const std::vector<int>& gpus_of_id,
-                   const std::string& policy) {
+
+CycleRun run_cycles(const Sizes& z, const std::string& policy) {
+  TempDir dir;
+  FakeExecutor executor;
   WallClock clock;
-  sched::Snapshot snap;
-  snap.now = clock.now();
-  for (const auto& n : nodes) sched::add_node(snap, n.node);
-  sched::add_team(snap, model::Team{.name = "default"});
-  std::vector<model::JobSpec> specs(9);
-  for (int g : {1, 2, 4, 8}) {
-    specs[g] = must(model::parse_job_manifest(manifest(fmt::format("r{}", g), "default", g), "b"),
-                    "parsing").spec;
+  const auto nodes = sim_nodes(z.nodes, 8, "H100-80GB");
+  auto plane = open_plane(dir.path(), nodes, executor, clock, policy);
+  CycleRun run{.alone = plan_only(nodes, submit_pending(*plane, z.pending), policy)};
+  for (int cycle = 1; cycle <= z.cycles; ++cycle) {
+    const int64_t before = executor.launched();
+    const util::Duration t0 = WallClock::steady_now();
+    must(plane->reconcile_once(), "reconcile_once");
+    const double ms = elapsed_ms(t0);
+    if (cycle == 1) {
+      run.first_ms = ms;
+      run.started = executor.launched() - before;
+      run.gpus = executor.gpus();
+    } else {
+      run.later_ms.push_back(ms);
+      run.later_started += executor.launched() - before;
+    }
   }
-  for (size_t id = 1; id < gpus_of_id.size(); ++id) {
-    auto sj = sched::make_pending_job(snap, util::JobId(static_cast<int64_t>(id)),
-                                      specs[gpus_of_id[id]], snap.now);
-    sj.queued_since = snap.now;
-    snap.jobs.push_back(std::move(sj));
-  }
-  const sched::PolicyConfig cfg{.name = policy};
-  util::Duration t0 = WallClock::steady_now();
-  const sched::Plan first = sched::plan(snap, cfg, 1);
-  PlanOnly out{.first_ms = elapsed_ms(t0), .steady_ms = 0, .starts = first.starts.size()};
-  for (const auto& s : first.starts) {
-    auto& sj = snap.jobs[s.job.value() - 1];
-    sj.phase = sched::JobPhase::Running;
-    sj.started = snap.now;
-    sj.placement = s.placement;
-  }
-  t0 = WallClock::steady_now();
-  const sched::Plan second = sched::plan(snap, cfg, 2);
-  out.steady_ms = elapsed_ms(t0);
-  return out;
+  return run;
 }
 
 void bench_reconcile(const Sizes& z) {
   fmt::print("\n## 3. reconcile_once() with {} pending jobs on {} nodes x 8 H100-80GB\n\n",
              z.pending, z.nodes);
-  fmt::print("| policy | cycle | wall ms | jobs started | GPUs in use | plan() alone ms |\n");
-  fmt::print("|---|---|---|---|---|---|\n");
+  fmt::print("Medians of {} fresh setups; cycle 1 starts jobs, cycles 2-{} change nothing.\n\n",
+             z.repetitions, z.cycles);
+  fmt::print(
+      "| policy | cycle 1 ms (min-max) | started | GPUs in use | plan() alone ms | "
+      "later cycles ms (min-max) | started | plan() alone ms |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   for (const std::string policy : {"fifo", "backfill"}) {
-    TempDir dir;
-    FakeExecutor executor;
-    WallClock clock;
-    const auto nodes = sim_nodes(z.nodes, 8, "H100-80GB");
-    auto plane = open_plane(dir.path(), nodes, executor, clock, policy);
-    util::Duration t0 = WallClock::steady_now();
-    const std::vector<int> gpus_of_id = submit_pending(*plane, z.pending);
-    const double submit_s = elapsed_ms(t0) / 1e3;
-    const PlanOnly alone = plan_only(nodes, gpus_of_id, policy);
-    std::vector<double> steady;
-    for (int cycle = 1; cycle <= z.cycles; ++cycle) {
-      const int64_t before = executor.launched();
-      t0 = WallClock::steady_now();
-      must(plane->reconcile_once(), "reconcile_once");
-      const double ms = elapsed_ms(t0);
-      if (cycle > 1) steady.push_back(ms);
-      fmt::print("| {} | {} | {:.0f} | {} | {} | {:.1f} |\n", policy, cycle, ms,
-                 executor.launched() - before, executor.gpus(),
-                 cycle == 1 ? alone.first_ms : alone.steady_ms);
-      std::fflush(stdout);
+    std::vector<double> first, later, plan_first, plan_later;
+    CycleRun run;
+    for (int rep = 0; rep < z.repetitions; ++rep) {
+      run = run_cycles(z, policy);
+      first.push_back(run.first_ms);
+      later.insert(later.end(), run.later_ms.begin(), run.later_ms.end());
+      plan_first.push_back(run.alone.first_ms);
+      plan_later.push_back(run.alone.later_ms);
     }
-    fmt::print("| {} | median of 2-{} | {:.0f} | | | {:.1f} |\n", policy, z.cycles,
-               median(steady), alone.steady_ms);
-    fmt::print("<!-- {}: {} jobs submitted in {:.1f} s (8 threads); plan() alone starts {} -->\n",
-               policy, z.pending, submit_s, alone.starts);
+    fmt::print(
+        "| {} | {:.0f} ({:.0f}-{:.0f}) | {} | {} | {:.1f} | {:.1f} ({:.1f}-{:.1f}) | {} | "
+        "{:.1f} |\n",
+        policy, median(first), percentile(first, 1e-9), percentile(first, 1.0), run.started,
+        run.gpus, median(plan_first), median(later), percentile(later, 1e-9),
+        percentile(later, 1.0), run.later_started, median(plan_later));
     std::fflush(stdout);
   }
 }
@@ -398,8 +352,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
-      sizes = Sizes{.submissions = 400, .repetitions = 1, .stored_jobs = 5000, .requests = 50,
-                    .nodes = 100, .pending = 1000, .cycles = 2};
+      sizes = Sizes{.submissions = 400,
+                    .repetitions = 1,
+                    .stored_jobs = 5000,
+                    .requests = 50,
+                    .nodes = 100,
+                    .pending = 1000,
+                    .cycles = 2};
     } else if (arg.rfind("--only=", 0) == 0) {
       only = arg.substr(7);
     } else {

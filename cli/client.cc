@@ -42,6 +42,7 @@ ApiClient::ApiClient(ClientOptions options)
   if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
   while (!server_.empty() && server_.back() == '/') server_.pop_back();
   http_ = std::make_unique<httplib::Client>(server_);
+  http_->set_tcp_nodelay(true);  // see server/http_api.cc
   http_->set_connection_timeout(5, 0);
   http_->set_read_timeout(60, 0);
   http_->set_write_timeout(60, 0);

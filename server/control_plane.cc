@@ -209,6 +209,10 @@ void ControlPlane::stop() {
   loop_cv_.notify_all();
 }
 
+namespace {
+constexpr auto kWakeCoalesce = std::chrono::milliseconds(20);
+}  // namespace
+
 void ControlPlane::run_loop() {
   for (;;) {
     util::Status st = reconcile_once();
@@ -218,6 +222,11 @@ void ControlPlane::run_loop() {
     // Waiting on a condition variable needs a steady deadline; the Clock is the source of
     // dates, not of sleeps, so the wait is expressed as a duration.
     loop_cv_.wait_for(lock, options_.config.reconcile_interval, [&] { return wake_ || stopping_; });
+    if (wake_ && !stopping_) {
+      // Woken by a submission: let a burst of them land before planning, so a busy API does
+      // not run one whole cycle per request.
+      loop_cv_.wait_for(lock, kWakeCoalesce, [&] { return stopping_; });
+    }
     wake_ = false;
     if (stopping_) return;
   }

@@ -63,7 +63,7 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   const auto& proc = job.manifest.process;
   std::vector<std::string> argv = proc.command;
   argv.insert(argv.end(), proc.args.begin(), proc.args.end());
-  const int port = free_port();
+  const int port = spec.workers > 1 ? free_port() : 0;  // a rendezvous only for gangs
   job.workers.clear();
   util::Status first_error = util::Status::ok();
   for (int rank = 0; rank < spec.workers; ++rank) {
