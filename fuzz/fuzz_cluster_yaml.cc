@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "model/node.h"
 #include "model/cluster_config.h"
+#include "model/node.h"
 #include "util/status.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
