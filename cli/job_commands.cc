@@ -107,12 +107,7 @@ Runner add_submit(CLI::App& app) {
         if (rc == kExitUnreachable) return rc;
         continue;
       }
-      if (o->quiet) {
-        std::cout << (*r)["id"] << "\n";
-      } else {
-        std::cout << fmt::format("job {} submitted: {} (team {})\n", (*r)["id"].dump(),
-                                 cell((*r)["name"]), cell((*r)["team"]));
-      }
+      print_submitted(*r, o->quiet);
     }
     return rc;
   };

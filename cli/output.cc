@@ -1,5 +1,6 @@
 #include "cli/output.h"
 
+#include <cstdio>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -72,6 +73,15 @@ std::string age_of(const nlohmann::json& time) {
   if (s < 7200) return fmt::format("{}m", s / 60);
   if (s < 172800) return fmt::format("{}h", s / 3600);
   return fmt::format("{}d", s / 86400);
+}
+
+void print_submitted(const nlohmann::json& job, bool quiet) {
+  if (quiet) {
+    std::printf("%s\n", job["id"].dump().c_str());
+  } else {
+    std::printf("job %s submitted: %s (team %s)\n", job["id"].dump().c_str(),
+                cell(job["name"]).c_str(), cell(job["team"]).c_str());
+  }
 }
 
 std::string cell(const nlohmann::json& v) {

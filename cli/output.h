@@ -17,5 +17,7 @@ std::string to_yaml(const nlohmann::json& j);
 std::string age_of(const nlohmann::json& time);
 // A JSON value as a cell: strings bare, null as "-", numbers and others dumped.
 std::string cell(const nlohmann::json& v);
+// "job 12 submitted: name (team t)", or just the id when `quiet` (for scripts).
+void print_submitted(const nlohmann::json& job, bool quiet);
 
 }  // namespace trainyard::cli

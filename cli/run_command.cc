@@ -116,12 +116,7 @@ Runner add_run_command(CLI::App& app) {
     ApiClient api(o->client);
     auto r = api.post("/api/v1/jobs?file=command-line", doc.dump(), "application/json");
     if (!r.is_ok()) return report("run", r.status());
-    if (o->quiet) {
-      std::cout << (*r)["id"] << "\n";
-    } else {
-      std::cout << fmt::format("job {} submitted: {} (team {})\n", (*r)["id"].dump(),
-                               cell((*r)["name"]), cell((*r)["team"]));
-    }
+    print_submitted(*r, o->quiet);
     return kExitOk;
   };
 }
