@@ -187,6 +187,7 @@ void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   runners["show"] = add_show_command(app);
   runners["logs"] = add_logs_command(app);
   runners["cancel"] = add_cancel(app);
+  runners["checkpoints"] = add_checkpoints_command(app);
 }
 
 }  // namespace trainyard::cli

@@ -15,6 +15,7 @@ util::Result<int64_t> resolve_job(ApiClient& api, const std::string& ref);
 Runner add_run_command(CLI::App& app);
 Runner add_show_command(CLI::App& app);
 Runner add_logs_command(CLI::App& app);
+Runner add_checkpoints_command(CLI::App& app);
 void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners);
 void add_cluster_commands(CLI::App& app, std::map<std::string, Runner>& runners);
 

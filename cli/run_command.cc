@@ -56,9 +56,12 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--gpu-model", o->gpu_model, "Accelerator model, e.g. H100-80GB");
   cmd->add_option("--cpu", o->cpu, "CPU per worker, e.g. 4 or 500m");
   cmd->add_option("--memory", o->memory, "Memory per worker, e.g. 16Gi");
-  cmd->add_option("--env", o->env, "NAME=VALUE for the workers; repeatable");
+  cmd->add_option("--env", o->env, "NAME=VALUE for the workers; repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--workdir", o->workdir, "Working directory of the workers");
-  cmd->add_option("--depends-on", o->depends_on, "Start after this job (name or id) succeeded");
+  cmd->add_option("--depends-on", o->depends_on,
+                  "Start after this job (name or id) succeeded; repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--backoff-limit", o->backoff_limit, "Retries after failures")
       ->capture_default_str();
   cmd->add_option("--grace", o->grace, "Seconds between the preemption notice and SIGKILL")

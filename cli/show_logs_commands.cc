@@ -29,6 +29,21 @@ void print_job_text(const json& j, const json& events) {
   line("Finished", cell(j["finished"]));
   line("Reason", cell(j["reason"]));
   if (j.contains("waiting")) line("Waiting", cell(j["waiting"]));
+  if (j.contains("metrics")) {
+    std::string m;
+    for (const auto& [k, v] : j["metrics"]["last"].items())
+      m += (m.empty() ? "" : " ") + k + "=" + cell(v);
+    line("Metrics", fmt::format("attempt {}: {}", cell(j["metrics"]["attempt"]), m));
+  }
+  if (j.contains("checkpoint")) {
+    line("Checkpoint",
+         fmt::format(
+             "step {} ({} MiB, {}){}", cell(j["checkpoint"]["step"]),
+             j["checkpoint"]["bytes"].get<int64_t>() >> 20, cell(j["checkpoint"]["created"]),
+             j.contains("stepsSinceCheckpoint")
+                 ? fmt::format("; a stop now loses {} step(s)", cell(j["stepsSinceCheckpoint"]))
+                 : ""));
+  }
   std::cout << "Placement:\n";
   if (j["placement"].empty()) std::cout << "  (none)\n";
   for (const auto& a : j["placement"]) {

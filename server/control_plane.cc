@@ -120,6 +120,16 @@ std::string ControlPlane::checkpoint_dir(const ActiveJob& job) const {
   return (options_.state_dir / "checkpoints" / std::to_string(job.rec.id.value())).string();
 }
 
+std::string ControlPlane::checkpoint_dir_of(const store::JobRecord& rec) const {
+  const auto m = nlohmann::json::parse(rec.manifest_json, nullptr, false);
+  if (!m.is_discarded()) {
+    const auto& c = m["spec"]["checkpoint"];
+    if (c.is_object() && c.contains("dir") && c["dir"].is_string())
+      return c["dir"].get<std::string>();
+  }
+  return (options_.state_dir / "checkpoints" / std::to_string(rec.id.value())).string();
+}
+
 // ---- tokens ---------------------------------------------------------------------------------
 
 util::Result<Principal> ControlPlane::authenticate(const std::string& token,

@@ -81,6 +81,8 @@ class ControlPlane {
   util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
   util::Result<nlohmann::json> job_events(util::JobId id, int64_t after_seq, const Principal& who);
+  // The job's checkpoints (newest first), each verified against its manifest.
+  util::Result<nlohmann::json> job_checkpoints(util::JobId id, const Principal& who);
   util::Result<LogChunk> job_log(util::JobId id, int attempt, int rank, int64_t offset,
                                  int64_t max_bytes, const Principal& who);
   nlohmann::json nodes() const;
@@ -127,6 +129,9 @@ class ControlPlane {
                                                               const std::string& team);
   std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
   std::string checkpoint_dir(const ActiveJob& job) const;
+  std::string checkpoint_dir_of(const store::JobRecord& rec) const;
+  void add_progress(nlohmann::json& j, const store::JobRecord& rec,
+                    const std::string& checkpoint) const;
   nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
 
   ControlPlaneOptions options_;

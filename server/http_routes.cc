@@ -135,6 +135,13 @@ void HttpApi::routes() {
             send(res, plane_.job_events(id, after, *who));
         });
 
+  h.Get(R"(/api/v1/jobs/([^/]+)/checkpoints)",
+        [this, auth](const httplib::Request& req, httplib::Response& res) {
+          util::JobId id;
+          auto who = auth(req, res);
+          if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
+        });
+
   h.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const httplib::Request& req,
                                                      httplib::Response& res) {
     util::JobId id;

@@ -2,6 +2,8 @@
 // also knows why a pending job waits); ended ones from the read-only store connection.
 #include <fstream>
 
+#include "exec/checkpoint_reader.h"
+
 #include <fmt/format.h>
 
 #include "server/control_plane.h"
@@ -93,6 +95,7 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   }
   TY_RETURN_IF_ERROR(permission(who, rec));
   j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
+  add_progress(j, rec, checkpoint_dir_of(rec));
   std::lock_guard lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto attempts, reader_->attempts(id));
   nlohmann::json arr = nlohmann::json::array();
@@ -107,6 +110,43 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   }
   j["attempts"] = std::move(arr);
   return j;
+}
+
+// What the job reported (last metrics line of rank 0) and its newest loadable checkpoint
+// (sizes checked, not hashes: `show` must stay cheap), and the steps between them: the work a
+// preemption now would lose.
+void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
+                                const std::string& checkpoint) const {
+  int attempt = rec.attempt;
+  if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;
+  const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / "metrics.jsonl");
+  if (metrics)
+    j["metrics"] = {{"attempt", attempt}, {"lines", metrics->lines}, {"last", metrics->last}};
+  for (const auto& c : exec::list_checkpoints(checkpoint, {.check_hashes = false})) {
+    if (!c.verified) continue;
+    j["checkpoint"] = {{"step", c.step}, {"bytes", c.bytes}, {"created", c.created}};
+    if (metrics && metrics->last.contains("step") && metrics->last["step"].is_number_integer())
+      // Metrics are buffered by the job, so the last report may predate the checkpoint.
+      j["stepsSinceCheckpoint"] =
+          std::max<int64_t>(0, metrics->last["step"].get<int64_t>() - c.step);
+    break;
+  }
+}
+
+util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const Principal& who) {
+  TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
+  TY_RETURN_IF_ERROR(permission(who, rec));
+  const std::string dir = checkpoint_dir_of(rec);
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& c : exec::list_checkpoints(dir)) {
+    items.push_back({{"step", c.step},
+                     {"path", c.path},
+                     {"bytes", c.bytes},
+                     {"created", c.created},
+                     {"verified", c.verified},
+                     {"problem", c.problem}});
+  }
+  return nlohmann::json{{"dir", dir}, {"items", std::move(items)}};
 }
 
 util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter,

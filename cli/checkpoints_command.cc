@@ -1,0 +1,51 @@
+// `trainyard checkpoints JOB`: the job's checkpoints (newest first), each verified against its
+// manifest (sizes and SHA-256; docs/job-contract.md), so a user sees which one a resume loads.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/job_lookup.h"
+#include "cli/output.h"
+
+namespace trainyard::cli {
+
+Runner add_checkpoints_command(CLI::App& app) {
+  struct Opts {
+    ClientOptions client;
+    std::string job, output;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "checkpoints", "List a job's checkpoints with step, size, age and whether they verify");
+  cmd->add_option("job", o->job, "Job id or name")->required();
+  cmd->add_option("-o,--output", o->output, "json or yaml");
+  add_client_options(*cmd, o->client);
+  return [o] {
+    if (!o->output.empty() && o->output != "json" && o->output != "yaml")
+      return report("checkpoints", util::invalid_argument("-o must be json or yaml"));
+    ApiClient api(o->client);
+    auto id = resolve_job(api, o->job);
+    if (!id.is_ok()) return report("checkpoints", id.status());
+    auto r = api.get(fmt::format("/api/v1/jobs/{}/checkpoints", *id));
+    if (!r.is_ok()) return report("checkpoints", r.status());
+    if (o->output == "json") {
+      std::cout << r->dump(2) << "\n";
+      return kExitOk;
+    }
+    if (o->output == "yaml") {
+      std::cout << to_yaml(*r);
+      return kExitOk;
+    }
+    std::cout << "dir: " << cell((*r)["dir"]) << "\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& c : (*r)["items"]) {
+      rows.push_back({cell(c["step"]), fmt::format("{:.1f}", c["bytes"].get<double>() / (1 << 20)),
+                      age_of(c["created"]), c["verified"].get<bool>() ? "yes" : "no",
+                      c["problem"].get<std::string>().empty() ? "-" : cell(c["problem"])});
+    }
+    std::cout << render_table({"STEP", "MIB", "AGE", "VERIFIED", "PROBLEM"}, rows);
+    return kExitOk;
+  };
+}
+
+}  // namespace trainyard::cli

@@ -1,0 +1,45 @@
+// Reads what a job leaves behind under the job contract (docs/job-contract.md): its checkpoint
+// directory (step-<N>/ with a MANIFEST.json of file sizes and SHA-256s, written by the SDK) and
+// its metrics file (JSON lines). The control plane uses this to say which checkpoints are
+// loadable and how much work a preemption would lose. Thread-compatible; reads files only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace trainyard::exec {
+
+struct CheckpointInfo {
+  int64_t step = 0;
+  std::string path;
+  int64_t bytes = 0;    // sum of the files the manifest lists
+  std::string created;  // from the manifest
+  bool verified = false;
+  std::string problem;  // why it does not verify; empty when verified
+};
+
+struct CheckpointListOptions {
+  bool check_hashes = true;  // false: sizes only (cheap; for `show`)
+};
+
+// Every step-<N> directory of `dir`, newest first, each verified against its manifest.
+// A missing directory is an empty list; *.tmp and .trash-* entries are skipped.
+std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& dir,
+                                             const CheckpointListOptions& options = {});
+
+// The last complete line of a JSON-lines metrics file, and how many lines it has; nullopt when
+// the file is missing or has no complete line that parses.
+struct MetricsTail {
+  nlohmann::json last;
+  int64_t lines = 0;
+};
+std::optional<MetricsTail> read_metrics_tail(const std::filesystem::path& file);
+
+}  // namespace trainyard::exec

@@ -1,0 +1,82 @@
+#include "exec/checkpoint_reader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace trainyard::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kAbcSha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+class CheckpointReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("ty-ckpt-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  // A checkpoint whose one file "model" holds "abc".
+  void checkpoint(const std::string& name, int64_t step, const std::string& sha = kAbcSha,
+                  int64_t size = 3) {
+    write(dir_ / name / "model", "abc");
+    nlohmann::json m = {{"format", "trainyard-checkpoint"},
+                        {"version", 1},
+                        {"step", step},
+                        {"created", "2026-01-01T00:00:00.000Z"},
+                        {"files", {{{"name", "model"}, {"size", size}, {"sha256", sha}}}}};
+    write(dir_ / name / "MANIFEST.json", m.dump());
+  }
+  fs::path dir_;
+};
+
+TEST_F(CheckpointReaderTest, ListsNewestFirstAndVerifiesSizesAndHashes) {
+  checkpoint("step-10", 10);
+  checkpoint("step-20", 20, std::string(64, '0'));  // corrupt: wrong hash
+  checkpoint("step-30.tmp", 30);                    // a save in progress
+  auto list = list_checkpoints(dir_);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].step, 20);
+  EXPECT_FALSE(list[0].verified);
+  EXPECT_NE(list[0].problem.find("SHA-256"), std::string::npos);
+  EXPECT_EQ(list[1].step, 10);
+  EXPECT_TRUE(list[1].verified);
+  EXPECT_EQ(list[1].bytes, 3);
+  // Without hashes the damaged one passes the size check: that mode is for cheap summaries.
+  EXPECT_TRUE(list_checkpoints(dir_, {.check_hashes = false})[0].verified);
+}
+
+TEST_F(CheckpointReaderTest, RefusesBadManifests) {
+  checkpoint("step-1", 2);                  // step mismatch
+  checkpoint("step-3", 3, kAbcSha, 4);      // wrong size
+  write(dir_ / "step-4" / "model", "abc");  // no manifest
+  checkpoint("step-5", 5);
+  write(dir_ / "step-5" / "MANIFEST.json",
+        R"({"format":"trainyard-checkpoint","step":5,"files":[{"name":"../x","size":1}]})");
+  auto list = list_checkpoints(dir_);
+  ASSERT_EQ(list.size(), 4u);
+  for (const auto& c : list) EXPECT_FALSE(c.verified) << c.step;
+  EXPECT_TRUE(list_checkpoints(dir_ / "missing").empty());
+}
+
+TEST_F(CheckpointReaderTest, MetricsTailSkipsALineStillBeingWritten) {
+  write(dir_ / "m.jsonl", "{\"step\": 1}\n{\"step\": 2, \"loss\": 0.5}\n{\"step\": 3");
+  auto tail = read_metrics_tail(dir_ / "m.jsonl");
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->lines, 2);
+  EXPECT_EQ(tail->last["step"], 2);
+  EXPECT_FALSE(read_metrics_tail(dir_ / "none.jsonl").has_value());
+}
+
+}  // namespace
+}  // namespace trainyard::exec
