@@ -38,8 +38,8 @@ void print_job_text(const json& j, const json& events) {
   if (j.contains("checkpoint")) {
     line("Checkpoint",
          fmt::format(
-             "step {} ({} MiB, {}){}", cell(j["checkpoint"]["step"]),
-             j["checkpoint"]["bytes"].get<int64_t>() >> 20, cell(j["checkpoint"]["created"]),
+             "step {} ({:.1f} MiB, {}){}", cell(j["checkpoint"]["step"]),
+             j["checkpoint"]["bytes"].get<double>() / (1 << 20), cell(j["checkpoint"]["created"]),
              j.contains("stepsSinceCheckpoint")
                  ? fmt::format("; a stop now loses {} step(s)", cell(j["stepsSinceCheckpoint"]))
                  : ""));

@@ -125,8 +125,8 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
   for (const auto& c : exec::list_checkpoints(checkpoint, {.check_hashes = false})) {
     if (!c.verified) continue;
     j["checkpoint"] = {{"step", c.step}, {"bytes", c.bytes}, {"created", c.created}};
+    // Metrics are buffered by the job, so the last report may predate the checkpoint.
     if (metrics && metrics->last.contains("step") && metrics->last["step"].is_number_integer())
-      // Metrics are buffered by the job, so the last report may predate the checkpoint.
       j["stepsSinceCheckpoint"] =
           std::max<int64_t>(0, metrics->last["step"].get<int64_t>() - c.step);
     break;
