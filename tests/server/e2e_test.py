@@ -251,6 +251,47 @@ class Preemption(unittest.TestCase):
             s.stop()
 
 
+class SdkPreemption(unittest.TestCase):
+    """examples/train/toy_train.py (the Python SDK) through a real preemption and resume."""
+
+    def test_toy_train_checkpoints_on_notice_and_resumes_from_it(self):
+        import re
+        import subprocess
+        if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                          capture_output=True).returncode != 0:
+            self.skipTest("torch is not importable by /usr/bin/python3: toy_train.py needs it")
+        repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+        s = harness.Server(config=FAST + "policy: priority\n").start()
+        try:
+            low = s.run("--gpus", "4", "--name", "toy-low", "--priority-class", "low", "--grace", "20",
+                        "--workdir", repo, "--env", "PYTHONPATH=" + os.path.join(repo, "sdk", "python"),
+                        "--", "/usr/bin/python3", "examples/train/toy_train.py",
+                        "--steps", "200", "--step-delay", "0.02")
+            s.wait(low, states=("running",))
+            deadline = time.time() + 20
+            while "step 50 loss" not in s.logs(low):  # it has trained (and checkpointed) a while
+                self.assertLess(time.time(), deadline, s.logs(low))
+                time.sleep(0.1)
+            high = s.run("--gpus", "4", "--name", "high", "--priority-class", "high", "--", "sleep", "0.3")
+            jh = s.wait(high)
+            self.assertEqual(jh["state"], "succeeded")
+            jl = s.wait(low, timeout=40)
+            first = s.logs(low, "--attempt", "1")
+            second = s.logs(low, "--attempt", "2")
+            self.assertEqual(jl["state"], "succeeded", first + second)
+            self.assertEqual(jl["attempt"], 2)
+            self.assertEqual(jl["attempts"][0]["outcome"], "preempted")
+            self.assertEqual(jl["attempts"][0]["exitCode"], 75)  # saved, then exit_preempted()
+            self.assertIn("attempt 1: starting at step 0 of 200", first)
+            saved = int(re.search(r"notice at step (\d+); checkpoint saved", first).group(1))
+            self.assertGreaterEqual(saved, 50)
+            self.assertIn(f"attempt 2: starting at step {saved} of 200", second)  # not from 0
+            self.assertIn("done at step 200", second)
+            self.assertGreaterEqual(jh["attempts"][0]["started"], jl["attempts"][0]["ended"])
+        finally:
+            s.stop()
+
+
 class Mig(unittest.TestCase):
     def test_mig_slice_sees_its_mig_device_uuid(self):
         s = harness.Server(gpus="sim:1xH100-80GB:mig", config=FAST).start()

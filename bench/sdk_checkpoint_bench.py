@@ -1,0 +1,213 @@
+"""How long the Python SDK's checkpoints take, next to a plain torch.save, in one run.
+
+For each state size (a dict of float32 tensors of up to 64 MB each) it measures:
+
+  torch.save     baseline: torch.save(state, file), flush, fsync of the file
+  sync           CheckpointManager.save(step, torch_state.state_files(...)): the
+                 snapshot to safetensors bytes, writing, fsync, SHA-256, manifest,
+                 directory fsyncs and the rename (the commit)
+  bg stall       the same with background=True: how long the caller is blocked
+                 (the snapshot to host bytes; writing and hashing move to a thread)
+  bg total       from the call until wait() returns (committed), the caller idle
+  notice         from the notice (notice file written atomically, then SIGTERM to
+                 this process, as the server does) to a committed checkpoint: a loop
+                 of 10 ms steps checks Job.should_stop() after each step, then saves
+                 synchronously, as examples/train/toy_train.py does
+
+Each repetition runs the modes one after another on a fresh checkpoint directory in
+$TMPDIR (or /tmp), which is deleted afterwards; the table shows medians of the
+repetitions, and the 1-minute load average after each size (other work on the machine
+shows there). The target: the background stall is at most 10% of the synchronous save.
+
+    PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py            # 100 MB, 500 MB, 2 GB
+    PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py --quick    # 10 MB, 50 MB
+    PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py --sizes 100 --reps 5
+"""
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+import torch
+
+import trainyard
+from trainyard import torch_state
+
+TENSOR_MB = 64
+STEP_S = 0.01  # the notice loop's stand-in for a training step
+
+
+class Weights:
+    """Stands in for a model: torch_state.state_files() only calls state_dict()."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+
+    def state_dict(self):
+        return self.tensors
+
+
+def make_state(mb):
+    """{name: float32 tensor}, TENSOR_MB per tensor, mb megabytes (2**20 bytes) in all."""
+    g = torch.Generator().manual_seed(0)
+    state, left, i = {}, mb << 20, 0
+    while left > 0:
+        n = min(left, TENSOR_MB << 20)
+        state["layer%03d.weight" % i] = torch.randn(n // 4, generator=g)
+        left -= n
+        i += 1
+    return state
+
+
+def fresh_dir(root, tag):
+    return tempfile.mkdtemp(prefix="ckpt-%s-" % tag, dir=root)
+
+
+def run_torch_save(state, root):
+    d = fresh_dir(root, "torch")
+    try:
+        t0 = time.perf_counter()
+        with open(os.path.join(d, "state.pt"), "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        return {"torch": time.perf_counter() - t0}
+    finally:
+        shutil.rmtree(d)
+
+
+def run_sync(state, root):
+    d = fresh_dir(root, "sync")
+    try:
+        mgr = trainyard.CheckpointManager(d, keep_last=3)
+        model = Weights(state)
+        t0 = time.perf_counter()
+        files = torch_state.state_files(model=model, step=1)
+        t_snap = time.perf_counter() - t0
+        mgr.save(1, files)
+        total = time.perf_counter() - t0
+        del files
+        assert mgr.latest(verify=False).step == 1
+        return {"snapshot": t_snap, "sync": total}
+    finally:
+        shutil.rmtree(d)
+
+
+def run_background(state, root):
+    d = fresh_dir(root, "bg")
+    try:
+        mgr = trainyard.CheckpointManager(d, keep_last=3)
+        model = Weights(state)
+        t0 = time.perf_counter()
+        mgr.save(1, torch_state.state_files(model=model, step=1), background=True)
+        stall = time.perf_counter() - t0
+        mgr.wait()
+        total = time.perf_counter() - t0
+        assert mgr.latest(verify=False).step == 1
+        return {"stall": stall, "bg_total": total}
+    finally:
+        shutil.rmtree(d)
+
+
+def run_notice(state, root):
+    d = fresh_dir(root, "notice")
+    notice = os.path.join(d, "preempt_notice")
+    ckpt_dir = os.path.join(d, "ckpt")
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        job = trainyard.Job(env={"TRAINYARD_PREEMPT_NOTICE": notice},
+                            signals=(signal.SIGTERM,))
+        mgr = trainyard.CheckpointManager(ckpt_dir, keep_last=3, job=job)
+        model = Weights(state)
+        sent = {}
+
+        def give_notice():  # what the server does: the file (atomically), then the signal
+            sent["t"] = time.perf_counter()
+            tmp = notice + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(json.dumps({"reason": "benchmark", "graceSeconds": 30}) + "\n")
+            os.rename(tmp, notice)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        timer = threading.Timer(0.05, give_notice)
+        timer.start()
+        step = 0
+        while True:
+            time.sleep(STEP_S)  # a training step
+            step += 1
+            if job.should_stop():
+                mgr.save(step, torch_state.state_files(model=model, step=step))
+                break
+        done = time.perf_counter()
+        timer.join()
+        assert mgr.latest(verify=False).step == step
+        return {"notice": done - sent["t"]}
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        shutil.rmtree(d)
+
+
+MODES = (run_torch_save, run_sync, run_background, run_notice)
+
+
+def fmt_s(x):
+    return "%.2f s" % x if x >= 1 else "%.0f ms" % (x * 1000)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="10 and 50 MB only")
+    ap.add_argument("--sizes", type=int, nargs="+", help="state sizes in MB")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions per size (median)")
+    args = ap.parse_args()
+    sizes = args.sizes or ([10, 50] if args.quick else [100, 500, 2048])
+    root = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    print("# %s, python %s, torch %s, %d CPUs, checkpoints under %s"
+          % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.python_version(),
+             torch.__version__, os.cpu_count(), root), flush=True)
+
+    rows = []
+    for mb in sizes:
+        state = make_state(mb)
+        runs = []
+        for rep in range(args.reps):
+            r = {}
+            for mode in MODES:
+                gc.collect()
+                r.update(mode(state, root))
+            runs.append(r)
+            print("  %d MB rep %d: %s" % (mb, rep + 1, ", ".join(
+                "%s %s" % (k, fmt_s(v)) for k, v in r.items())), file=sys.stderr, flush=True)
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        med["mb"] = mb
+        med["load"] = os.getloadavg()[0]
+        rows.append(med)
+        del state
+        gc.collect()
+
+    print()
+    print("| state | torch.save + fsync (baseline) | SDK sync save | sync ÷ torch.save "
+          "| snapshot (part of sync) | background stall | background total "
+          "| stall ÷ sync | stall <= 10% of sync | notice to committed | load avg (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for m in rows:
+        ratio = m["stall"] / m["sync"]
+        print("| %s | %s | %s | %.2f× | %s | %s | %s | %.0f%% | %s | %s | %.1f |" % (
+            "%d MB" % m["mb"] if m["mb"] < 1024 else "%g GB" % (m["mb"] / 1024),
+            fmt_s(m["torch"]), fmt_s(m["sync"]), m["sync"] / m["torch"], fmt_s(m["snapshot"]),
+            fmt_s(m["stall"]), fmt_s(m["bg_total"]), 100 * ratio,
+            "met" if ratio <= 0.10 else "missed", fmt_s(m["notice"]), m["load"]))
+    print("\nmedians of %d repetitions per size" % args.reps)
+
+
+if __name__ == "__main__":
+    main()
