@@ -25,6 +25,9 @@ inline constexpr const char* kPidFile = "pid";  // "<pid> <start_ticks>\n"
 // "exited <code>\n" or "signaled <sig>\n", written by the wrapper when the worker ends.
 inline constexpr const char* kExitStatusFile = "exit_status";
 inline constexpr const char* kLogFile = "output.log";
+// Metrics the worker appends, one JSON object per line; given to it as TRAINYARD_METRICS_FILE
+// (docs/job-contract.md).
+inline constexpr const char* kMetricsFile = "metrics.jsonl";
 inline constexpr const char* kNoticeFile = "preempt_notice";  // written when notice is given
 
 struct WorkerLaunch {

@@ -115,19 +115,25 @@ std::filesystem::path ControlPlane::run_dir(util::JobId id, int attempt, int ran
          fmt::format("attempt-{}", attempt) / fmt::format("rank-{}", rank);
 }
 
+// The spec's checkpoint.dir, else one per job under the state dir; the same on every attempt.
+std::string ControlPlane::checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const {
+  if (!spec_dir.empty()) return spec_dir;
+  return (options_.state_dir / "checkpoints" / std::to_string(id.value())).string();
+}
+
 std::string ControlPlane::checkpoint_dir(const ActiveJob& job) const {
-  if (!job.manifest.checkpoint.dir.empty()) return job.manifest.checkpoint.dir;
-  return (options_.state_dir / "checkpoints" / std::to_string(job.rec.id.value())).string();
+  return checkpoint_dir_for(job.rec.id, job.manifest.checkpoint.dir);
 }
 
 std::string ControlPlane::checkpoint_dir_of(const store::JobRecord& rec) const {
   const auto m = nlohmann::json::parse(rec.manifest_json, nullptr, false);
+  std::string spec_dir;
   if (!m.is_discarded()) {
     const auto& c = m["spec"]["checkpoint"];
     if (c.is_object() && c.contains("dir") && c["dir"].is_string())
-      return c["dir"].get<std::string>();
+      spec_dir = c["dir"].get<std::string>();
   }
-  return (options_.state_dir / "checkpoints" / std::to_string(rec.id.value())).string();
+  return checkpoint_dir_for(rec.id, spec_dir);
 }
 
 // ---- tokens ---------------------------------------------------------------------------------

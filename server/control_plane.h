@@ -37,7 +37,6 @@ struct ControlPlaneOptions {
   std::filesystem::path state_dir;  // jobs/<id>/attempt-<n>/rank-<r>/, checkpoints/<id>/
   std::filesystem::path db_path;    // empty = state_dir/state.db
   ServerConfig config;
-  std::string wrapper_path;  // the trainyard binary, for the local executor
 };
 
 // The GPUs of this machine as scheduler nodes: one node per GPU model.
@@ -128,6 +127,7 @@ class ControlPlane {
   util::Result<std::vector<util::JobId>> resolve_dependencies(const model::JobManifest& m,
                                                               const std::string& team);
   std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
+  std::string checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const;
   std::string checkpoint_dir(const ActiveJob& job) const;
   std::string checkpoint_dir_of(const store::JobRecord& rec) const;
   void add_progress(nlohmann::json& j, const store::JobRecord& rec,

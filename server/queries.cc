@@ -119,7 +119,7 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
                                 const std::string& checkpoint) const {
   int attempt = rec.attempt;
   if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;
-  const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / "metrics.jsonl");
+  const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / exec::kMetricsFile);
   if (metrics)
     j["metrics"] = {{"attempt", attempt}, {"lines", metrics->lines}, {"last", metrics->last}};
   for (const auto& c : exec::list_checkpoints(checkpoint, {.check_hashes = false})) {

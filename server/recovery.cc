@@ -30,7 +30,6 @@ std::vector<util::JobId> ids_of(const std::vector<std::string>& deps) {
 util::Status ControlPlane::recover() {
   TY_ASSIGN_OR_RETURN(auto records, store_->active_jobs());
   Tx tx;
-  const util::Time now = clock_.now();
   for (auto& rec : records) {
     auto manifest =
         model::parse_job_manifest(rec.manifest_json, fmt::format("job {}", rec.id.value()));
@@ -52,7 +51,6 @@ util::Status ControlPlane::recover() {
     teams_seen_.insert(rec.team);
     active_.emplace(rec.id, std::move(job));
   }
-  (void)now;
   return commit(tx);
 }
 

@@ -94,8 +94,7 @@ int run_server(const ServerOptions& options) {
   util::WallClock clock;
   ControlPlaneOptions cp_options{.state_dir = db.parent_path().empty() ? "." : db.parent_path(),
                                  .db_path = db,
-                                 .config = config,
-                                 .wrapper_path = options.wrapper_path};
+                                 .config = config};
   auto plane = ControlPlane::open(cp_options, **sampler, *executor, clock);
   if (!plane.is_ok()) {
     std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());

@@ -11,10 +11,6 @@
 
 namespace trainyard::exec::internal {
 
-// The file in the run dir that a worker appends metrics to, one JSON object per line; given to
-// the worker as TRAINYARD_METRICS_FILE (docs/job-contract.md).
-inline constexpr const char* kMetricsFile = "metrics.jsonl";
-
 // Refuses what a process cannot be given: an empty argv, NUL bytes, env names with '='.
 util::Status validate_launch(const WorkerLaunch& w);
 
