@@ -89,6 +89,14 @@ Json manifest_json(const JobManifest& m) {
           {"spec", spec_json(m)}};
 }
 
+bool has_control_characters(const std::string& s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) return true;
+  }
+  return false;
+}
+
 // A literal block (|) keeps a multi-line script readable; it is only exact for text that ends
 // in one newline, starts with no space and has no other control characters.
 bool fits_literal_block(const std::string& s) {
@@ -122,7 +130,13 @@ void emit_yaml(YAML::Emitter& out, const Json& j) {
     out << YAML::EndSeq;
   } else if (j.is_string()) {
     const auto& s = j.get_ref<const std::string&>();
-    if (fits_literal_block(s)) out << YAML::Literal;
+    if (fits_literal_block(s)) {
+      out << YAML::Literal;
+    } else if (has_control_characters(s)) {
+      // A plain scalar keeps a lone carriage return when read back, but yaml-cpp's emitter may
+      // fold it into a line break; an escaped double-quoted string is exact.
+      out << YAML::DoubleQuoted;
+    }
     out << s;
   } else {
     out << j.dump();  // numbers and booleans, as JSON writes them

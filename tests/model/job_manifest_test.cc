@@ -166,6 +166,14 @@ void expect_round_trip(const JobManifest& m, const std::string& what) {
 
 TEST(JobManifest, JsonAndYamlWritersRoundTrip) {
   expect_round_trip(parse_ok(kFull), "full");
+  // Found by fuzz_job_spec: a command word ending in carriage returns lost one in YAML.
+  std::ifstream in(std::string(TY_SOURCE_DIR) +
+                   "/fuzz/corpus/fuzz_job_spec/carriage-returns-in-arg.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto cr = parse_job_manifest(text.str(), "cr.yaml");
+  ASSERT_TRUE(cr.is_ok()) << cr.status().message();
+  expect_round_trip(*cr, "carriage returns");
   expect_round_trip(parse_ok(with_limits("{nvidia.com/gpu: 0.001, cpu: 1500m, memory: 1000}")),
                     "fraction");
   expect_round_trip(parse_ok(with_limits("{nvidia.com/mig-3g.20gb: 1}")), "mig");
