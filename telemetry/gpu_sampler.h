@@ -3,21 +3,45 @@
 // machines without GPUs (synthetic_sampler.cc). Implementations are thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "telemetry/gpu_device.h"
+#include "telemetry/gpu_sample.h"
 #include "util/status.h"
 
 namespace trainyard::telemetry {
+
+// What a synthetic GPU is running, so it can produce believable curves: the server sets it when it
+// places a job (from the job's declared profile or its reported step metrics) and clears it when
+// the job ends. Real backends ignore it.
+struct SyntheticLoad {
+  std::string job_id;
+  // "healthy", "data-bound" (input-pipeline bound), "memory-leak", "overheating", "underfilled"
+  // (small batch: low memory and low utilization), "idle" (holds the GPU, computes nothing).
+  std::string profile = "healthy";
+  int64_t start_ms = 0;
+  std::vector<int> pids;  // reported as the device's processes
+  // From the job's step metrics when it reports them: the share of a step spent waiting on data.
+  std::optional<double> data_wait_fraction;
+};
 
 class GpuSampler {
  public:
   virtual ~GpuSampler() = default;
   // The GPUs of this machine, ordered by index. Unavailable when the driver cannot be used.
   virtual util::Result<std::vector<GpuDevice>> devices() = 0;
+  // One reading of every GPU and every MIG device (after their parent), stamped `now_ms`.
+  virtual util::Result<std::vector<GpuSample>> sample(int64_t now_ms) = 0;
+  // Synthetic samplers: what runs on the device `uuid` from now on (nullopt: nothing).
+  virtual void set_synthetic_load(const std::string& uuid, std::optional<SyntheticLoad> load) {
+    (void)uuid;
+    (void)load;
+  }
   // "nvml", "synthetic", or "none" (the machine has no usable GPUs).
   virtual std::string_view kind() const = 0;
 };

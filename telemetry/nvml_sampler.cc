@@ -109,6 +109,21 @@ class NvmlSampler final : public GpuSampler {
     }
     return out;
   }
+  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
+    TY_ASSIGN_OR_RETURN(auto devs, devices());
+    std::vector<GpuSample> out;
+    for (const auto& d : devs) {
+      GpuSample s;
+      s.time_ms = now_ms;
+      s.index = d.index;
+      s.uuid = d.uuid;
+      s.name = d.name;
+      s.model = d.model;
+      s.memory_total_bytes = static_cast<uint64_t>(d.memory.value());
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
   std::string_view kind() const override { return "nvml"; }
 
  private:

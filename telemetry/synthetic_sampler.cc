@@ -21,6 +21,20 @@ class SyntheticSampler final : public GpuSampler {
  public:
   explicit SyntheticSampler(std::vector<GpuDevice> devices) : devices_(std::move(devices)) {}
   util::Result<std::vector<GpuDevice>> devices() override { return devices_; }
+  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
+    std::vector<GpuSample> out;
+    for (const auto& d : devices_) {
+      GpuSample s;
+      s.time_ms = now_ms;
+      s.index = d.index;
+      s.uuid = d.uuid;
+      s.name = d.name;
+      s.model = d.model;
+      s.memory_total_bytes = static_cast<uint64_t>(d.memory.value());
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
   std::string_view kind() const override { return "synthetic"; }
 
  private:
