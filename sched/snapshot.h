@@ -67,10 +67,18 @@ struct SnapshotJob {
   Duration last_run{0};                   // length of the most recent attempt that ended
   Duration runtime_limit{0};              // user's limit/estimate for one attempt; 0 = none
   Duration remaining = kUnknownDuration;  // oracle remaining run time (simulator only)
+  // What a preemption would lose: work since the newest checkpoint of the current attempt.
+  // Periodic checkpoints every `checkpoint_interval` of run time (the spec's, or the
+  // simulator's model), and/or the commit time of the newest checkpoint seen on disk (the server
+  // reads it from the job's checkpoint directory). Neither: all run time of the attempt is lost.
+  Duration checkpoint_interval{0};
+  Time last_checkpoint{};
   JobId waiting_on = util::kNoJob;        // an unfinished dependency, if any
   std::vector<Assignment> placement;      // where it runs (Running/Preempting)
 
   bool is_running() const { return phase != JobPhase::Pending; }
+  // Run time of the current attempt that a preemption at `now` would throw away.
+  Duration work_at_risk(Time now) const;
   model::GpuMilli gpu_share() const { return worker.gpu_share() * workers; }
 };
 

@@ -104,7 +104,18 @@ SnapshotJob make_pending_job(const Snapshot& snap, JobId id, const model::JobSpe
   j.submitted = submitted;
   j.queued_since = submitted;
   j.runtime_limit = spec.runtime_limit;
+  j.checkpoint_interval = spec.checkpoint_interval;
   return j;
+}
+
+Duration SnapshotJob::work_at_risk(Time now) const {
+  if (!is_running() || now <= started) return Duration(0);
+  Time safe = started;
+  if (checkpoint_interval.count() > 0) {
+    safe += ((now - started) / checkpoint_interval) * checkpoint_interval;
+  }
+  if (last_checkpoint > safe && last_checkpoint <= now) safe = last_checkpoint;
+  return now - safe;
 }
 
 }  // namespace trainyard::sched

@@ -14,14 +14,30 @@ VictimFacts facts_of(const SnapshotJob& job, const TiresiasConfig& tiresias) {
           .remaining = job.remaining};
 }
 
-void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, bool reclaim,
+void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, VictimRule rule,
                         const TiresiasConfig& tiresias) {
+  struct Key {
+    int64_t value = 0;  // lower = less valuable, by the rule's own measure
+    Duration at_risk{0};
+  };
+  std::vector<Key> key(snap.jobs.size());
   for (size_t i = 0; i < snap.jobs.size(); ++i) {
-    if (snap.jobs[i].is_running()) jobs.push_back(static_cast<int>(i));
+    const SnapshotJob& j = snap.jobs[i];
+    if (!j.is_running()) continue;
+    jobs.push_back(static_cast<int>(i));
+    key[i].at_risk = j.work_at_risk(snap.now);
+    if (rule == VictimRule::LowerPriority) key[i].value = j.priority;
+    if (rule == VictimRule::LowerServiceQueue) key[i].value = -tiresias_service_queue(j, tiresias);
   }
+  const bool reclaim = rule == VictimRule::QuotaReclaim;
+  // Reclaim keeps newest-start-first: ordering it by work at risk lets a checkpointing job be
+  // reclaimed again and again right after each checkpoint (a livelock the simulator found).
+  const bool by_risk = rule == VictimRule::LowerPriority || rule == VictimRule::LowerServiceQueue;
   std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
     const SnapshotJob& ja = snap.jobs[a];
     const SnapshotJob& jb = snap.jobs[b];
+    if (key[a].value != key[b].value) return key[a].value < key[b].value;
+    if (by_risk && key[a].at_risk != key[b].at_risk) return key[a].at_risk < key[b].at_risk;
     if (reclaim) {
       if (ja.started != jb.started) return ja.started > jb.started;
     } else if (rank_of[a] != rank_of[b]) {

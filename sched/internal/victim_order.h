@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/job.h"
+#include "sched/policy.h"
 #include "sched/policy_config.h"
 #include "sched/snapshot.h"
 
@@ -24,8 +25,12 @@ struct VictimFacts {
 };
 VictimFacts facts_of(const SnapshotJob& job, const TiresiasConfig& tiresias);
 
-// The order (for reclaim the newest start first, otherwise the lowest rank; ties by id) is
-// fixed for one plan; only who is leaving (preempting, or condemned by this plan) changes.
+// The order is fixed for one plan; only who is leaving (preempting, or condemned by this plan)
+// changes. Least valuable first: by the rule's own measure of value (priority for
+// LowerPriority, service queue for LowerServiceQueue), then the least work at risk (a job with a
+// fresh checkpoint loses less; SnapshotJob::work_at_risk), then the lowest rank; ties by id. For
+// reclaim, the newest start first. LongerRemaining keeps the policy's rank alone, since
+// remaining time is its whole point.
 struct VictimOrder {
   bool built = false;
   std::vector<int> jobs;           // job indices of running and preempting jobs
@@ -38,7 +43,7 @@ struct VictimOrder {
   std::vector<int32_t> skip;
 
   // `rank_of` per job index (ignored for reclaim). Marks preempting jobs gone and leaving.
-  void build(const Snapshot& snap, std::span<const int32_t> rank_of, bool reclaim,
+  void build(const Snapshot& snap, std::span<const int32_t> rank_of, VictimRule rule,
              const TiresiasConfig& tiresias);
   // The first position at or after `pos` whose job is not gone (jobs.size() if none).
   int32_t staying_from(int32_t pos) {

@@ -258,6 +258,8 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
                "models",
                "selector",
                "waiting_on",
+               "checkpoint_interval",
+               "last_checkpoint",
                "placement"});
   model::JobSpec spec;
   const auto id = r.get<int64_t>(j["id"], "id");
@@ -276,6 +278,7 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
   if (j["models"]) spec.allowed_gpu_models = r.get<std::vector<std::string>>(j["models"], "models");
   spec.node_selector = r.labels(j["selector"], "selector");
   spec.runtime_limit = secs(r.opt<double>(j, "runtime_limit", 0));
+  spec.checkpoint_interval = secs(r.opt<double>(j, "checkpoint_interval", 0));
   SnapshotJob job = make_pending_job(snap, util::JobId(id), spec,
                                      util::from_seconds(r.opt<double>(j, "submitted", 0)));
   job.queued_since =
@@ -285,6 +288,9 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
   job.attained_gpu_time = secs(r.opt<double>(j, "attained_gpu_seconds", 0));
   job.last_run = secs(r.opt<double>(j, "last_run", 0));
   job.waiting_on = util::JobId(r.opt<int64_t>(j, "waiting_on", -1));
+  if (j["last_checkpoint"]) {
+    job.last_checkpoint = util::from_seconds(r.get<double>(j["last_checkpoint"], "last_checkpoint"));
+  }
   const std::string phase = r.opt<std::string>(j, "phase", "pending");
   if (phase == "pending") {
     if (j["placement"]) r.fail(j["placement"], "pending jobs have no placement");

@@ -61,6 +61,41 @@ class TorchInteropTest(unittest.TestCase):
             self.assertEqual(got[k].shape, t.shape, k)
             self.assertTrue(torch.equal(got[k], t), k)
 
+    def test_snapshot_is_a_copy_streamed_from_reused_buffers(self):
+        import tempfile
+        import torch
+        import trainyard
+        from trainyard import torch_state
+        w = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
+
+        class Model:
+            def state_dict(self):
+                return w
+
+        buffers = torch_state.SnapshotBuffers()
+        first = torch_state.state_files(model=Model(), step=1, rng=False, buffers=buffers)
+        w["w"].add_(100)  # training goes on: the snapshot must not see it
+        self.assertIsInstance(first[torch_state.MODEL_FILE], torch_state.TensorFile)
+        got, _ = safetensors.loads(bytes(first[torch_state.MODEL_FILE]))
+        self.assertEqual(bytes(got["w"][2]), torch.arange(6.0).numpy().tobytes())
+        with tempfile.TemporaryDirectory() as d:
+            mgr = trainyard.CheckpointManager(d)
+            mgr.save(1, first, background=True)
+            # The next snapshot reuses the same memory, so it waits for the write first.
+            second = torch_state.state_files(model=Model(), step=2, rng=False, buffers=buffers)
+            self.assertEqual(mgr.latest().step, 1)
+            back = torch_state.restore(mgr.latest(), rng=False)
+            self.assertEqual(back["step"], 1)
+            raw, _ = safetensors.loads(mgr.latest().read(torch_state.MODEL_FILE))
+            self.assertEqual(bytes(raw["w"][2]), torch.arange(6.0).numpy().tobytes())
+            # The first snapshot's memory now holds the second: saving it is refused.
+            with self.assertRaises(RuntimeError):
+                mgr.save(3, first)
+            mgr.save(2, second)
+            raw, _ = safetensors.loads(mgr.latest().read(torch_state.MODEL_FILE))
+            self.assertEqual(bytes(raw["w"][2]), (torch.arange(6.0) + 100).numpy().tobytes())
+            self.assertEqual(mgr.latest().verify(), None)
+
 
 if __name__ == "__main__":
     unittest.main()

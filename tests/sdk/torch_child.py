@@ -62,9 +62,12 @@ def main():
         step = got["step"]
         sampler.load(got["data"])
 
+    buffers = torch_state.SnapshotBuffers()  # every snapshot reuses the same host memory
+
     def snapshot():
         return torch_state.state_files(model=model, optimizer=opt, scheduler=sched,
-                                       scaler=scaler, step=step, data=sampler.state())
+                                       scaler=scaler, step=step, data=sampler.state(),
+                                       buffers=buffers)
 
     model.train()
     with open(args.log, "a") as log:

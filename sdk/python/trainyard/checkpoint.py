@@ -30,6 +30,7 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 _TMP_DIR = re.compile(r"^step-\d+\.tmp$")
 _TRASH_PREFIX = ".trash-"
 _CHUNK = 1 << 20
+_WRITE_CHUNK = 16 << 20
 
 
 class CheckpointError(Exception):
@@ -54,10 +55,23 @@ def _fsync_dir(path):
 
 
 def _write_durably(path, data):
+    """Writes bytes-like `data`, or the chunks() of a streamable value, hashing as it
+    goes; fsyncs the file. Returns (size, sha256 hex)."""
+    h = hashlib.sha256()
+    size = 0
     with open(path, "wb") as f:
-        f.write(data)
+        for chunk in data.chunks() if hasattr(data, "chunks") else (data,):
+            view = memoryview(chunk).cast("B")
+            # hashlib and write() release the GIL on large buffers, so a background
+            # save barely slows the training thread; slices keep each call bounded.
+            for i in range(0, len(view), _WRITE_CHUNK):
+                part = view[i:i + _WRITE_CHUNK]
+                h.update(part)
+                f.write(part)
+            size += len(view)
         f.flush()
         os.fsync(f.fileno())
+    return size, h.hexdigest()
 
 
 def _hash_file(path, fsync=False):
@@ -226,10 +240,14 @@ class CheckpointManager:
     def save(self, step, files, background=False, metadata=None):
         """Commits checkpoint `step` and returns its final path.
 
-        `files` is {name: bytes-like} or a callable writer(tmp_dir) that writes
-        the files itself. With background=True and a dict, the bytes are copied
-        here (the snapshot) and written, fsynced and committed on a thread; call
-        wait() before relying on it. A writer callable always runs here, since
+        `files` is {name: bytes-like or streamable} or a callable writer(tmp_dir)
+        that writes the files itself. A streamable value has chunks() (bytes-like
+        pieces, written in order) and size, and must not change until written,
+        like torch_state's TensorFile over its snapshot copies. With
+        background=True and a dict, bytes-like values are copied here (the
+        snapshot), streamable ones are taken as they are, and everything is
+        written, fsynced and committed on a thread; call wait() before relying
+        on it. A writer callable always runs here, since
         it reads live state; only hashing, fsync and the commit move to the
         thread. After a notice every save is synchronous: the process is about
         to exit and the checkpoint must be on disk first.
@@ -250,11 +268,19 @@ class CheckpointManager:
         else:
             snapshot = {}
             for name, data in files.items():
-                snapshot[_check_name(name)] = bytes(data)  # copies mutable buffers
+                # Streamable values are already private copies; bytes() copies mutable buffers.
+                snapshot[_check_name(name)] = data if hasattr(data, "chunks") else bytes(data)
         metadata = json.loads(json.dumps(metadata)) if metadata is not None else None
+        streamed = [d for d in (snapshot or {}).values() if hasattr(d, "begin_write")]
+        for d in streamed:
+            d.begin_write()
 
         def commit():
-            self._commit(step, tmp, snapshot, metadata)
+            try:
+                self._commit(step, tmp, snapshot, metadata)
+            finally:
+                for d in streamed:
+                    d.end_write()
             self.last_save_s = time.monotonic() - started
 
         if background:
@@ -296,10 +322,8 @@ class CheckpointManager:
             for name in sorted(snapshot):
                 path = os.path.join(tmp, name)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                data = snapshot[name]
-                _write_durably(path, data)
-                entries.append({"name": name, "size": len(data),
-                                "sha256": hashlib.sha256(data).hexdigest()})
+                size, digest = _write_durably(path, snapshot[name])
+                entries.append({"name": name, "size": size, "sha256": digest})
         else:
             entries = self._hash_tree(tmp)
         for root, dirs, _ in os.walk(tmp, topdown=False):

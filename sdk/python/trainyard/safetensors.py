@@ -22,8 +22,13 @@ def _numel(shape):
     return n
 
 
-def dumps(tensors, metadata=None):
-    """Serializes {name: (dtype, shape, data)} where data is little-endian bytes."""
+def layout(tensors, metadata=None):
+    """The file's first bytes (length and JSON header) and the order of the tensors.
+
+    `tensors` is {name: (dtype, shape, nbytes)}. The tensor bytes follow the
+    returned prefix in the returned order, so a writer can stream them from
+    wherever they live without joining them into one buffer first.
+    """
     header = {}
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -31,9 +36,8 @@ def dumps(tensors, metadata=None):
     # view the bytes in place.
     order = sorted(tensors, key=lambda k: (-ITEMSIZE.get(tensors[k][0], 1), k))
     offset = 0
-    chunks = []
     for name in order:
-        dtype, shape, data = tensors[name]
+        dtype, shape, nbytes = tensors[name]
         if name == "__metadata__":
             raise ValueError("tensor name __metadata__ is reserved")
         if dtype not in ITEMSIZE:
@@ -41,16 +45,22 @@ def dumps(tensors, metadata=None):
         shape = [int(d) for d in shape]
         if any(d < 0 for d in shape):
             raise ValueError("%s: negative dimension in %r" % (name, shape))
-        data = memoryview(data).cast("B")
-        if len(data) != _numel(shape) * ITEMSIZE[dtype]:
-            raise ValueError("%s: %d bytes for %s %r" % (name, len(data), dtype, shape))
+        if nbytes != _numel(shape) * ITEMSIZE[dtype]:
+            raise ValueError("%s: %d bytes for %s %r" % (name, nbytes, dtype, shape))
         header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
+                        "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    return b"".join([struct.pack("<Q", len(text)), text] + [bytes(c) for c in chunks])
+    return struct.pack("<Q", len(text)) + text, order
+
+
+def dumps(tensors, metadata=None):
+    """Serializes {name: (dtype, shape, data)} where data is little-endian bytes."""
+    views = {name: memoryview(data).cast("B") for name, (_, _, data) in tensors.items()}
+    prefix, order = layout({name: (dtype, shape, len(views[name]))
+                            for name, (dtype, shape, _) in tensors.items()}, metadata)
+    return b"".join([prefix] + [bytes(views[name]) for name in order])
 
 
 def loads(blob):

@@ -9,6 +9,13 @@ floats are written with repr()), which bitwise-identical resume relies on.
 
 Files: model.safetensors (the model's tensors), state.safetensors (all other
 tensors: optimizer state, torch RNG states, ...) and state.json.
+
+The snapshot is one copy of each tensor into host memory; the safetensors files
+are streamed from those copies when the checkpoint is written (on the
+CheckpointManager's thread in background mode), never joined into one buffer.
+With a SnapshotBuffers the copies go into the same memory at every save, so a
+periodic snapshot allocates nothing (first-touching gigabytes of fresh memory
+costs more than the copy itself).
 """
 
 import json
@@ -16,6 +23,7 @@ import logging
 import math
 import random
 import sys
+import threading
 
 import torch
 
@@ -42,13 +50,106 @@ except ImportError:  # numpy is optional; its RNG is then not saved
 
 def _tensor_bytes(t):
     """(dtype name, shape, little-endian bytes) of a tensor, copied to the CPU."""
-    if sys.byteorder != "little":
-        raise NotImplementedError("safetensors needs little-endian bytes")
-    t = t.detach().to("cpu").contiguous()
-    if t.dtype not in _DTYPES:
-        raise TypeError("tensor dtype %s has no safetensors equivalent" % t.dtype)
+    dtype, shape, copy = _Copier(None).copy("", t)
+    return dtype, shape, _host_view(copy).tobytes()
+
+
+def _host_view(t):
+    """The bytes of a contiguous CPU tensor, without copying them."""
     flat = t.view(torch.int16) if t.dtype == torch.bfloat16 else t  # numpy has no bf16
-    return _DTYPES[t.dtype], list(t.shape), flat.numpy().tobytes()
+    return memoryview(flat.numpy()).cast("B") if t.numel() else memoryview(b"")
+
+
+class SnapshotBuffers:
+    """Host memory reused by every snapshot of the same training state.
+
+    Pass the same instance to each state_files() call. A snapshot copies into
+    these buffers, so it waits until the checkpoint written from the previous
+    snapshot has been committed (CheckpointManager.save() already waits for
+    it), and a snapshot that was never saved is simply overwritten by the next.
+    Buffers are pinned when CUDA is available, so device-to-host copies are fast.
+    """
+
+    def __init__(self):
+        self._tensors = {}
+        self._idle = threading.Event()
+        self._idle.set()
+        self.generation = 0
+
+    def _begin(self):
+        self._idle.wait()
+        self.generation += 1
+        return self.generation
+
+    def _buffer(self, key, t):
+        b = self._tensors.get(key)
+        if b is None or b.shape != t.shape or b.dtype != t.dtype:
+            b = torch.empty(t.shape, dtype=t.dtype,
+                            pin_memory=torch.cuda.is_available() and t.is_cuda)
+            self._tensors[key] = b
+        return b
+
+
+class _Copier:
+    """Copies tensors into private host memory: fresh, or a SnapshotBuffers' own."""
+
+    def __init__(self, buffers):
+        self.buffers = buffers
+
+    def copy(self, key, t):
+        if sys.byteorder != "little":
+            raise NotImplementedError("safetensors needs little-endian bytes")
+        if t.dtype not in _DTYPES:
+            raise TypeError("tensor dtype %s has no safetensors equivalent" % t.dtype)
+        t = t.detach()
+        if self.buffers is None:
+            out = torch.empty(t.shape, dtype=t.dtype)
+        else:
+            out = self.buffers._buffer(key, t)
+        out.copy_(t)
+        return _DTYPES[t.dtype], list(t.shape), out
+
+
+class TensorFile:
+    """A safetensors file not yet written: its header and views of snapshot tensors.
+
+    CheckpointManager.save() streams it with chunks(); bytes(f) gives the whole
+    file (restore() of an unsaved snapshot, tests).
+    """
+
+    def __init__(self, tensors, metadata, buffers, generation):
+        self._views = {k: _host_view(t) for k, (_, _, t) in tensors.items()}
+        self._tensors = tensors  # keeps the copies alive while the views are in use
+        self._prefix, self._order = safetensors.layout(
+            {k: (d, s, len(self._views[k])) for k, (d, s, _) in tensors.items()}, metadata)
+        self.size = len(self._prefix) + sum(len(v) for v in self._views.values())
+        self._buffers = buffers
+        self._generation = generation
+
+    def chunks(self):
+        self._check_current()
+        yield self._prefix
+        for k in self._order:
+            yield self._views[k]
+
+    def __bytes__(self):
+        return b"".join(bytes(c) for c in self.chunks())
+
+    def _check_current(self):
+        if self._buffers is not None and self._buffers.generation != self._generation:
+            raise RuntimeError("this snapshot's buffers were reused by a newer snapshot; "
+                               "save a snapshot before taking the next one")
+
+    # CheckpointManager.save() brackets the write with these, so the next snapshot
+    # into the same buffers waits until this one is on disk.
+    def begin_write(self):
+        self._check_current()
+        if self._buffers is not None:
+            self._buffers._idle.clear()
+
+    def end_write(self):
+        if self._buffers is not None:
+            self._buffers._idle.set()
 
 
 def _tensor_from(dtype, shape, data):
@@ -58,13 +159,14 @@ def _tensor_from(dtype, shape, data):
     return torch.frombuffer(bytearray(data), dtype=dt).reshape(shape)
 
 
-def _encode(obj, tensors, key):
-    """JSON-able form of `obj`; tensors are moved into `tensors` under `key`."""
+def _encode(obj, tensors, key, copier=None):
+    """JSON-able form of `obj`; tensors are copied into `tensors` under `key`
+    as (dtype, shape, host tensor)."""
     if isinstance(obj, torch.Tensor):
         base, n = key, 1
         while key in tensors:  # "a.b" nested and "a.b" flat must not overwrite each other
             key, n = "%s#%d" % (base, n), n + 1
-        tensors[key] = _tensor_bytes(obj)
+        tensors[key] = (copier or _Copier(None)).copy("state/" + key, obj)
         return {"__tensor__": key}
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
@@ -74,17 +176,17 @@ def _encode(obj, tensors, key):
         return {"__ndarray__": obj.dtype.str, "shape": list(obj.shape),
                 "data": obj.ravel().tolist()}
     if numpy is not None and isinstance(obj, numpy.generic):
-        return _encode(obj.item(), tensors, key)
+        return _encode(obj.item(), tensors, key, copier)
     if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, tensors, "%s.%d" % (key, i))
+        return {"__tuple__": [_encode(v, tensors, "%s.%d" % (key, i), copier)
                               for i, v in enumerate(obj)]}
     if isinstance(obj, list):
-        return [_encode(v, tensors, "%s.%d" % (key, i)) for i, v in enumerate(obj)]
+        return [_encode(v, tensors, "%s.%d" % (key, i), copier) for i, v in enumerate(obj)]
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("__") for k in obj):
-            return {k: _encode(v, tensors, "%s.%s" % (key, k)) for k, v in obj.items()}
-        return {"__items__": [[_encode(k, tensors, "%s.k%d" % (key, i)),
-                               _encode(v, tensors, "%s.%s" % (key, k))]
+            return {k: _encode(v, tensors, "%s.%s" % (key, k), copier) for k, v in obj.items()}
+        return {"__items__": [[_encode(k, tensors, "%s.k%d" % (key, i), copier),
+                               _encode(v, tensors, "%s.%s" % (key, k), copier)]
                               for i, (k, v) in enumerate(obj.items())]}
     raise TypeError("cannot store %s at %s without pickle; convert it to JSON-able values"
                     % (type(obj).__name__, key))
@@ -111,15 +213,15 @@ def _decode(obj, tensors):
     return {k: _decode(v, tensors) for k, v in obj.items()}
 
 
-def _rng_state(tensors):
-    state = {"python": _encode(random.getstate(), tensors, "rng.python")}
+def _rng_state(tensors, copier):
+    state = {"python": _encode(random.getstate(), tensors, "rng.python", copier)}
     if numpy is not None:
-        state["numpy"] = _encode(numpy.random.get_state(), tensors, "rng.numpy")
-    tensors["rng.torch"] = _tensor_bytes(torch.get_rng_state())
+        state["numpy"] = _encode(numpy.random.get_state(), tensors, "rng.numpy", copier)
+    tensors["rng.torch"] = copier.copy("rng.torch", torch.get_rng_state())
     if torch.cuda.is_available():
         states = torch.cuda.get_rng_state_all()
         for i, s in enumerate(states):
-            tensors["rng.cuda.%d" % i] = _tensor_bytes(s)
+            tensors["rng.cuda.%d" % i] = copier.copy("rng.cuda.%d" % i, s)
         state["cuda_devices"] = len(states)
     return state
 
@@ -145,13 +247,17 @@ def _set_rng_state(state, tensors):
 
 
 def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=None, data=None,
-                extra=None, rng=True):
-    """Snapshots the training state into {file name: bytes} (copied to host memory now,
-    so the result can be written in the background while training goes on).
+                extra=None, rng=True, buffers=None):
+    """Snapshots the training state into {file name: bytes or TensorFile} for
+    CheckpointManager.save(): every tensor is copied to host memory now, so the
+    result can be written in the background while training goes on.
 
     data: the data position, e.g. ResumableSampler.state(); extra: any JSON-able
-    values (tensors allowed) to get back from restore().
+    values (tensors allowed) to get back from restore(); buffers: a
+    SnapshotBuffers to copy into (reused at every save) instead of fresh memory.
     """
+    generation = buffers._begin() if buffers is not None else 0
+    copier = _Copier(buffers)
     model_tensors, tensors = {}, {}
     doc = {"format": FORMAT, "version": 1, "torch": torch.__version__, "step": step,
            "data": data}
@@ -159,21 +265,22 @@ def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=No
         other = {}
         for k, v in model.state_dict().items():
             if isinstance(v, torch.Tensor):
-                model_tensors[k] = _tensor_bytes(v)
+                model_tensors[k] = copier.copy("model/" + k, v)
             else:
                 other[k] = v
-        doc["model_other"] = _encode(other, tensors, "model_other")
+        doc["model_other"] = _encode(other, tensors, "model_other", copier)
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
         if obj is not None:
-            doc[name] = _encode(obj.state_dict(), tensors, name)
+            doc[name] = _encode(obj.state_dict(), tensors, name, copier)
     if extra is not None:
-        doc["extra"] = _encode(extra, tensors, "extra")
+        doc["extra"] = _encode(extra, tensors, "extra", copier)
     if rng:
-        doc["rng"] = _rng_state(tensors)
-    files = {TENSORS_FILE: safetensors.dumps(tensors, {"format": FORMAT}),
+        doc["rng"] = _rng_state(tensors, copier)
+    meta = {"format": FORMAT}
+    files = {TENSORS_FILE: TensorFile(tensors, meta, buffers, generation),
              JSON_FILE: json.dumps(doc, sort_keys=True).encode("utf-8")}
     if model is not None:
-        files[MODEL_FILE] = safetensors.dumps(model_tensors, {"format": FORMAT})
+        files[MODEL_FILE] = TensorFile(model_tensors, meta, buffers, generation)
     return files
 
 
@@ -184,7 +291,12 @@ def restore(source, model=None, optimizer=None, scheduler=None, scaler=None, rng
     source: a Checkpoint (from CheckpointManager.latest()) or {name: bytes}.
     Returns {"step", "data", "extra"} for the loop to continue from.
     """
-    read = source.read if hasattr(source, "read") else source.__getitem__
+    if hasattr(source, "read"):
+        read = source.read
+    else:
+        def read(name):
+            data = source[name]
+            return bytes(data) if isinstance(data, TensorFile) else data
     doc = json.loads(read(JSON_FILE).decode("utf-8"))
     if doc.get("format") != FORMAT:
         raise ValueError("%s is not a %s file" % (JSON_FILE, FORMAT))
