@@ -73,8 +73,8 @@ struct SnapshotJob {
   // reads it from the job's checkpoint directory). Neither: all run time of the attempt is lost.
   Duration checkpoint_interval{0};
   Time last_checkpoint{};
-  JobId waiting_on = util::kNoJob;        // an unfinished dependency, if any
-  std::vector<Assignment> placement;      // where it runs (Running/Preempting)
+  JobId waiting_on = util::kNoJob;    // an unfinished dependency, if any
+  std::vector<Assignment> placement;  // where it runs (Running/Preempting)
 
   bool is_running() const { return phase != JobPhase::Pending; }
   // Run time of the current attempt that a preemption at `now` would throw away.

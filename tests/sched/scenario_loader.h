@@ -289,7 +289,8 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
   job.last_run = secs(r.opt<double>(j, "last_run", 0));
   job.waiting_on = util::JobId(r.opt<int64_t>(j, "waiting_on", -1));
   if (j["last_checkpoint"]) {
-    job.last_checkpoint = util::from_seconds(r.get<double>(j["last_checkpoint"], "last_checkpoint"));
+    job.last_checkpoint =
+        util::from_seconds(r.get<double>(j["last_checkpoint"], "last_checkpoint"));
   }
   const std::string phase = r.opt<std::string>(j, "phase", "pending");
   if (phase == "pending") {
