@@ -62,9 +62,11 @@ def main():
     print("attempt %d: starting at step %d of %d on %s (checkpoints in %s)"
           % (job.attempt, step, args.steps, device, mgr.directory), flush=True)
 
+    buffers = torch_state.SnapshotBuffers()  # every save copies into the same host memory
+
     def save(background):
         files = torch_state.state_files(model=model, optimizer=opt, scheduler=sched, step=step,
-                                        data=sampler.state())
+                                        data=sampler.state(), buffers=buffers)
         mgr.save(step, files, background=background)
 
     loss = None

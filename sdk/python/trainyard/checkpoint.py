@@ -256,9 +256,11 @@ class CheckpointManager:
             raise ValueError("step must be a non-negative int, got %r" % (step,))
         started = time.monotonic()
         self.wait()
-        if background and self._notice_given():
-            log.info("trainyard: notice given; saving step %d synchronously", step)
-            background = False
+        if self._notice_given():
+            if background:
+                log.info("trainyard: notice given; saving step %d synchronously", step)
+                background = False
+            self._warn_if_late(step)
         self._clean_leftovers()
         tmp = self.path_for(step) + ".tmp"
         if callable(files):
@@ -308,6 +310,26 @@ class CheckpointManager:
         except BaseException as e:  # reported by wait(); a thread cannot raise to the caller
             log.error("trainyard: background checkpoint save failed: %s", e)
             self._error = e
+
+    def _warn_if_late(self, step):
+        """Says when the last save's duration exceeds the time the notice leaves: trainyard
+        kills the job at the deadline, and the checkpoint being written is then lost (the
+        previous one stays loadable, since a save commits only by its final rename)."""
+        j = self._job or _job.current()
+        left = j.seconds_left() if j is not None else None
+        if left is None:
+            return
+        previous = self.steps()
+        fallback = "step %d" % previous[-1] if previous else "none (the job restarts from scratch)"
+        if self.last_save_s is not None and self.last_save_s > left:
+            log.warning("trainyard: saving step %d after the notice, but the last save took "
+                        "%.1f s and the deadline is %.1f s away: it will likely be killed first; "
+                        "the previous checkpoint stays loadable: %s. Raise the job's grace "
+                        "period (checkpoint.gracePeriodSeconds) or checkpoint more often.",
+                        step, self.last_save_s, left, fallback)
+        else:
+            log.info("trainyard: saving step %d after the notice; %.1f s to the deadline",
+                     step, left)
 
     def _notice_given(self):
         j = self._job or _job.current()
