@@ -23,5 +23,8 @@ using Runner = std::function<int()>;
 
 Runner add_simulate_command(CLI::App& app);
 Runner add_server_command(CLI::App& app, const std::string& self_path);
+Runner add_top_command(CLI::App& app);
+Runner add_doctor_command(CLI::App& app);  // doctor_command.cc
+Runner add_alerts_command(CLI::App& app);  // alerts_command.cc
 
 }  // namespace trainyard::cli

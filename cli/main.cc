@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   std::map<std::string, Runner> runners;
   runners["simulate"] = add_simulate_command(app);
   runners["server"] = add_server_command(app, self_path(argv[0]));
+  runners["top"] = add_top_command(app);
+  runners["doctor"] = add_doctor_command(app);
+  runners["alerts"] = add_alerts_command(app);
   add_job_commands(app, runners);
   add_cluster_commands(app, runners);
   try {

@@ -44,6 +44,21 @@ void print_job_text(const json& j, const json& events) {
                  ? fmt::format("; a stop now loses {} step(s)", cell(j["stepsSinceCheckpoint"]))
                  : ""));
   }
+  if (j.contains("utilization")) {
+    // A summary over the job's life; `GET /api/v1/jobs/{id}/telemetry` has the series.
+    const json& u = j["utilization"];
+    auto pct = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.0f}%", v.get<double>()) : "-";
+    };
+    auto gib = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.1f}", v.get<double>() / (1 << 30)) : "-";
+    };
+    line("GPU use",
+         fmt::format("util avg {} (p95 {}), memory max {} of {} GiB, {} sample(s) on {} "
+                     "device(s)",
+                     pct(u["gpuUtilAvg"]), pct(u["gpuUtilP95"]), gib(u["memoryUsedMaxBytes"]),
+                     gib(u["memoryTotalBytes"]), cell(u["samples"]), cell(u["devices"])));
+  }
   std::cout << "Placement:\n";
   if (j["placement"].empty()) std::cout << "  (none)\n";
   for (const auto& a : j["placement"]) {

@@ -15,6 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kManifestFile = "MANIFEST.json";
+
 std::optional<int64_t> step_of(const std::string& name) {
   constexpr std::string_view kPrefix = "step-";
   if (name.rfind(kPrefix, 0) != 0 || name.size() == kPrefix.size()) return std::nullopt;
@@ -47,7 +49,7 @@ std::string sha256_file(const fs::path& path) {
 // Checks one checkpoint directory against its manifest; fills bytes/created/problem.
 void verify(CheckpointInfo& info, const CheckpointListOptions& options) {
   const fs::path dir = info.path;
-  std::ifstream in(dir / "MANIFEST.json");
+  std::ifstream in(dir / kManifestFile);
   if (!in) {
     info.problem = "no MANIFEST.json";
     return;
@@ -105,6 +107,24 @@ std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir,
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
   for (auto& info : out) verify(info, options);
   return out;
+}
+
+std::optional<util::Time> newest_checkpoint_time(const fs::path& dir) {
+  std::optional<int64_t> newest;
+  fs::path newest_path;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto step = step_of(it->path().filename().string());
+    if (!step || (newest && *step <= *newest)) continue;
+    std::error_code mec;
+    if (!fs::exists(it->path() / kManifestFile, mec)) continue;  // not a committed checkpoint
+    newest = step;
+    newest_path = it->path();
+  }
+  if (!newest) return std::nullopt;
+  const auto mtime = fs::last_write_time(newest_path / kManifestFile, ec);
+  if (ec) return std::nullopt;
+  return std::chrono::time_point_cast<util::Duration>(std::chrono::file_clock::to_sys(mtime));
 }
 
 std::optional<MetricsTail> read_metrics_tail(const fs::path& file) {

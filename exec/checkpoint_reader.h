@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/clock.h"
 #include "util/status.h"
 
 namespace trainyard::exec {
@@ -33,6 +34,11 @@ struct CheckpointListOptions {
 // A missing directory is an empty list; *.tmp and .trash-* entries are skipped.
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& dir,
                                              const CheckpointListOptions& options = {});
+
+// When the newest committed checkpoint of `dir` (the highest step-<N> holding a manifest) was
+// committed: its manifest's modification time, since the manifest is written last, just before
+// the rename. Cheap (a directory listing and one stat, no hashing); nullopt when there is none.
+std::optional<util::Time> newest_checkpoint_time(const std::filesystem::path& dir);
 
 // The last complete line of a JSON-lines metrics file, and how many lines it has; nullopt when
 // the file is missing or has no complete line that parses.

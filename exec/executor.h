@@ -44,6 +44,7 @@ struct WorkerLaunch {
   // CUDA_VISIBLE_DEVICES entries (UUIDs). None: CUDA_VISIBLE_DEVICES="" (CUDA shows no GPU).
   std::vector<std::string> visible_devices;
   std::string checkpoint_dir;     // TRAINYARD_CHECKPOINT_DIR (created if missing)
+  double mtbf_seconds = 0;        // TRAINYARD_MTBF_SECONDS when > 0
   std::filesystem::path run_dir;  // created if missing
   int64_t log_cap_bytes = 64 << 20;
 };

@@ -98,6 +98,7 @@ std::vector<std::string> worker_environment(const WorkerLaunch& w, char** base) 
   env.set("TRAINYARD_RANK", std::to_string(w.rank));
   env.set("TRAINYARD_RUN_DIR", w.run_dir.string());
   if (!w.checkpoint_dir.empty()) env.set("TRAINYARD_CHECKPOINT_DIR", w.checkpoint_dir);
+  if (w.mtbf_seconds > 0) env.set("TRAINYARD_MTBF_SECONDS", fmt::format("{:.0f}", w.mtbf_seconds));
   env.set("TRAINYARD_PREEMPT_NOTICE", (w.run_dir / kNoticeFile).string());
   env.set("TRAINYARD_METRICS_FILE", (w.run_dir / kMetricsFile).string());
   env.set("CUDA_VISIBLE_DEVICES", join(w.visible_devices, ","));

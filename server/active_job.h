@@ -35,6 +35,10 @@ struct ActiveJob {
   std::string stop_reason;
   std::string failure_detail;  // first worker failure of this attempt, e.g. "exited with code 3"
   std::string wait_reason;     // the scheduler's latest explanation while pending
+  // Commit time of the job's newest checkpoint, read from its checkpoint directory at most
+  // every few seconds while it runs (the scheduler prefers victims with fresh ones).
+  util::Time last_checkpoint{};
+  util::Time checkpoint_polled{};
 };
 
 }  // namespace trainyard::server

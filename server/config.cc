@@ -14,9 +14,10 @@
 namespace trainyard::server {
 namespace {
 
-constexpr const char* kServerKeys[] = {"policy",         "placement",    "reconcileIntervalSeconds",
-                                       "retryBackoff",   "noticeSignal", "logCapBytes",
-                                       "maxRequestBytes"};
+constexpr const char* kServerKeys[] = {
+    "policy",       "placement",       "reconcileIntervalSeconds", "retryBackoff",
+    "noticeSignal", "logCapBytes",     "maxRequestBytes",          "telemetry",
+    "alerts",       "mtbfPriorSeconds"};
 
 util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
   const auto m = n.Mark();
@@ -69,6 +70,43 @@ util::Status parse_backoff(const std::string& file, const YAML::Node& n, ServerC
   return util::Status::ok();
 }
 
+util::Result<int> count_value(const std::string& file, const YAML::Node& n, const std::string& what,
+                              int lo, int hi) {
+  int v = 0;
+  if (!n.IsScalar() || !YAML::convert<int>::decode(n, v) || v < lo || v > hi) {
+    return located(file, n,
+                   fmt::format("{} must be a whole number in {}..{}, got '{}'", what, lo, hi,
+                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
+  }
+  return v;
+}
+
+util::Status parse_telemetry(const std::string& file, const YAML::Node& n, ServerConfig& out) {
+  if (!n.IsMap())
+    return located(file, n,
+                   "telemetry must be {interval: 1, ringSamples: 3600, retentionDays: 30}");
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    if (key == "interval") {
+      TY_ASSIGN_OR_RETURN(const double s,
+                          seconds_value(file, kv.second, "telemetry.interval", 0.05, 3600));
+      out.telemetry.interval = util::seconds_f(s);
+    } else if (key == "ringSamples") {
+      TY_ASSIGN_OR_RETURN(out.telemetry.ring_samples,
+                          count_value(file, kv.second, "telemetry.ringSamples", 1, 1'000'000));
+    } else if (key == "retentionDays") {
+      TY_ASSIGN_OR_RETURN(out.telemetry.retention_days,
+                          count_value(file, kv.second, "telemetry.retentionDays", 1, 3650));
+    } else {
+      return located(file, kv.first,
+                     fmt::format("unknown key 'telemetry.{}'; allowed: interval, ringSamples, "
+                                 "retentionDays",
+                                 key));
+    }
+  }
+  return util::Status::ok();
+}
+
 util::Status parse_own_keys(const std::string& file, const YAML::Node& root, ServerConfig& out) {
   if (const auto p = root["policy"]) {
     if (!p.IsScalar()) return located(file, p, "policy must be a policy name such as fair");
@@ -89,6 +127,12 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
     out.reconcile_interval = util::seconds_f(s);
   }
   if (const auto b = root["retryBackoff"]) TY_RETURN_IF_ERROR(parse_backoff(file, b, out));
+  if (const auto m = root["mtbfPriorSeconds"]) {
+    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "mtbfPriorSeconds", 1, 1e9));
+    out.mtbf_prior = util::seconds_f(s);
+  }
+  if (const auto t = root["telemetry"]) TY_RETURN_IF_ERROR(parse_telemetry(file, t, out));
+  if (const auto a = root["alerts"]) TY_RETURN_IF_ERROR(parse_alerts_config(file, a, out.alerts));
   if (const auto s = root["noticeSignal"]) {
     auto sig = s.IsScalar() ? parse_signal(s.Scalar()) : util::invalid_argument("not a scalar");
     if (!sig.is_ok()) return located(file, s, "noticeSignal: " + sig.status().message());

@@ -8,10 +8,19 @@
 
 #include "model/team.h"
 #include "sched/policy_config.h"
+#include "server/alerts_config.h"
 #include "util/clock.h"
 #include "util/status.h"
 
 namespace trainyard::server {
+
+// GPU telemetry: how often the sampler is read, how many raw samples per device stay in memory,
+// and how long the per-minute rows stay in the store.
+struct TelemetryConfig {
+  util::Duration interval = std::chrono::seconds(1);
+  int ring_samples = 3600;
+  int retention_days = 30;
+};
 
 struct ServerConfig {
   sched::PolicyConfig policy;  // default fifo
@@ -22,6 +31,11 @@ struct ServerConfig {
   int64_t log_cap_bytes = int64_t{64} << 20;  // per worker and attempt
   int64_t max_request_bytes = int64_t{1} << 20;
   std::vector<model::Team> teams;  // teams not listed are created on first use, unlimited
+  TelemetryConfig telemetry;
+  AlertsConfig alerts;  // rules, thresholds and webhook (docs/alerts.md)
+  // The expected time between interruptions before any is observed: the prior of the MTBF that
+  // jobs get as TRAINYARD_MTBF_SECONDS for their checkpoint interval (Young's rule).
+  util::Duration mtbf_prior = std::chrono::hours(4);
 };
 
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file);

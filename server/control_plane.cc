@@ -62,6 +62,7 @@ ControlPlane::ControlPlane(const ControlPlaneOptions& options, exec::Executor& e
     : options_(options), executor_(executor), clock_(clock) {}
 
 ControlPlane::~ControlPlane() {
+  if (recorder_) recorder_->stop();  // writes the minute in progress while the store is open
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -70,7 +71,36 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
                                                                exec::Executor& executor,
                                                                const util::Clock& clock) {
   TY_ASSIGN_OR_RETURN(auto devices, sampler.devices());
-  return open(options, nodes_from_devices(devices), executor, clock);
+  TY_ASSIGN_OR_RETURN(auto cp, open(options, nodes_from_devices(devices), executor, clock));
+  const TelemetryConfig& t = options.config.telemetry;
+  ControlPlane* plane = cp.get();
+  if (options.config.alerts.enabled)
+    cp->alerts_ = std::make_unique<AlertService>(
+        options.config.alerts, [plane](const std::vector<telemetry::AlertTransition>& transitions) {
+          plane->append_alert_events(transitions);
+        });
+  AlertService* alerts = cp->alerts_.get();
+  cp->recorder_ = std::make_unique<TelemetryRecorder>(
+      sampler, clock,
+      TelemetryRecorderOptions{
+          .interval = t.interval,
+          .ring_samples = t.ring_samples,
+          .retention_days = t.retention_days,
+          // One transaction a minute through the group committer: it shares an fsync with the
+          // loop's commits instead of competing with them for SQLite's write lock.
+          .sink =
+              [plane](const std::vector<store::TelemetryMinute>& rows, util::Time prune_before) {
+                return plane->committer_->commit([&](store::Store& s) -> util::Status {
+                  TY_RETURN_IF_ERROR(s.put_telemetry_minutes(rows));
+                  return s.prune_telemetry(prune_before).status();
+                });
+              },
+          // Alerts are judged on every round, on the recorder's thread: the loop never waits.
+          .on_round =
+              [alerts](int64_t now_ms, const std::vector<AttributedSample>& round) {
+                if (alerts != nullptr) alerts->on_round(now_ms, round);
+              }});
+  return cp;
 }
 
 std::vector<LocalNode> ControlPlane::nodes_from_devices(
@@ -106,6 +136,9 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   TY_ASSIGN_OR_RETURN(cp->store_, store::Store::open(db));
   TY_ASSIGN_OR_RETURN(cp->reader_, store::Store::open(db, {.read_only = true}));
   cp->committer_ = std::make_unique<GroupCommitter>(*cp->store_);
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  cp->hostname_ = host;
   TY_RETURN_IF_ERROR(cp->recover());
   return cp;
 }
@@ -230,6 +263,14 @@ constexpr auto kWakeCoalesce = std::chrono::milliseconds(20);
 }  // namespace
 
 void ControlPlane::run_loop() {
+  // The recorder samples while the loop runs; the guard stops it on every way out.
+  struct RecorderRun {
+    TelemetryRecorder* recorder;
+    ~RecorderRun() {
+      if (recorder != nullptr) recorder->stop();
+    }
+  } recorder_run{recorder_.get()};
+  if (recorder_) recorder_->start();
   for (;;) {
     util::Status st = reconcile_once();
     if (!st.is_ok()) TY_LOG_ERROR("reconcile: {}", st.to_string());

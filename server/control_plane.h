@@ -24,9 +24,12 @@
 #include "exec/executor.h"
 #include "model/node.h"
 #include "server/active_job.h"
+#include "server/alerts_service.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/group_commit.h"
+#include "server/metrics.h"
+#include "server/telemetry_recorder.h"
 #include "store/store.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
@@ -87,9 +90,37 @@ class ControlPlane {
   nlohmann::json nodes() const;
   nlohmann::json queues(const Principal& who) const;
 
+  // Telemetry (telemetry_views.cc). Only a plane opened with a sampler records telemetry; one
+  // opened with nodes answers with no GPUs and no samples.
+  // The newest sample of every GPU and MIG device with the jobs on it (GET /api/v1/gpus).
+  nlohmann::json gpus(const Principal& who) const;
+  // GET /api/v1/jobs/{id}/telemetry: per-minute rows over the job's life, its newest
+  // `max_samples` raw samples, and a summary (average and p95 utilization, peak memory, ...).
+  util::Result<nlohmann::json> job_telemetry(util::JobId id, int max_samples, const Principal& who);
+  // Every GPU sample of the job over its life (all attempts and devices), oldest first: one
+  // sample per device and stored minute, whose fields are that minute's averages (temperature and
+  // power too; throttle_reasons is the minute's OR, ecc_uncorrected_volatile its maximum), then
+  // the raw samples still in memory that are newer than the last stored minute. Identity fields
+  // (index, name, model) are filled from the device's latest sample when it is still present.
+  // Empty for a job that never held a GPU; NotFound for an unknown job. No permission check:
+  // callers inside the server (the job doctor) decide who may see the result.
+  util::Result<std::vector<telemetry::GpuSample>> job_samples(util::JobId id);
+  // GET /api/v1/jobs/{id}/doctor (doctor_views.cc): telemetry::diagnose() over job_samples()
+  // and the step metrics of every attempt, as telemetry::to_json(Diagnosis) plus name/team/state.
+  util::Result<nlohmann::json> job_doctor(util::JobId id, const Principal& who);
+  // The Prometheus exposition for GET /metrics (format 0.0.4; see docs/metrics.md).
+  std::string metrics_text() const;
+  ServerMetrics& metrics() { return metrics_; }
+  // GET /api/v1/alerts (alerts_views.cc): firing alerts, newest first, and with
+  // `include_resolved` the recently resolved ones; a team token sees its team's job and budget
+  // alerts and the device alerts.
+  nlohmann::json alerts(bool include_resolved, const Principal& who) const;
+  TelemetryRecorder* telemetry_recorder() { return recorder_.get(); }
+
   // One reconcile cycle: observe workers, finish/stop jobs, plan, preempt, start.
   util::Status reconcile_once();
-  // Runs reconcile_once() every config.reconcile_interval (or sooner after wake()) until stop().
+  // Runs reconcile_once() every config.reconcile_interval (or sooner after wake()) until stop(),
+  // and the telemetry recorder's thread (if any) for as long.
   void run_loop();
   void wake();
   void stop();
@@ -129,10 +160,27 @@ class ControlPlane {
   std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
   std::string checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const;
   std::string checkpoint_dir(const ActiveJob& job) const;
+  // Expected seconds between interruptions of a preemptible job, passed to workers as
+  // TRAINYARD_MTBF_SECONDS: (prior + observed run time) / (1 + observed interruptions), i.e. the
+  // configured prior counts as one interruption's worth of evidence and observations take over.
+  double mtbf_estimate_seconds() const;  // requires mu_
   std::string checkpoint_dir_of(const store::JobRecord& rec) const;
   void add_progress(nlohmann::json& j, const store::JobRecord& rec,
                     const std::string& checkpoint) const;
   nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
+  // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
+  std::string device_uuid(const sched::Assignment& a) const;
+  // Who runs where, for the telemetry recorder; called at the end of each reconcile cycle.
+  TelemetryPlacements telemetry_placements() const;  // requires mu_
+  struct JobSeries {
+    std::vector<store::TelemetryMinute> minutes;
+    std::vector<telemetry::GpuSample> recent;  // raw samples after the last stored minute
+  };
+  util::Result<JobSeries> job_series(util::JobId id);
+  nlohmann::json utilization_summary(const JobSeries& series) const;
+  // Appends each alert transition to the events of the jobs it is about, in one commit
+  // (alerts_views.cc). Called from the telemetry recorder's thread.
+  void append_alert_events(const std::vector<telemetry::AlertTransition>& transitions);
 
   ControlPlaneOptions options_;
   exec::Executor& executor_;
@@ -155,6 +203,17 @@ class ControlPlane {
   bool wake_ = false;                                     // guarded by mu_
   bool stopping_ = false;                                 // guarded by mu_
   uint64_t cycle_ = 0;                                    // guarded by mu_; plan() seed
+  // Run time of preemptible jobs' attempts and how many of them were interrupted (preempted or
+  // lost), since this server started; guarded by mu_. Feeds mtbf_estimate_seconds().
+  util::Duration preemptible_run_time_{0};
+  int64_t interruptions_ = 0;
+
+  ServerMetrics metrics_;
+  std::string hostname_;
+  // Fed by the recorder's rounds (null when alerts are disabled or there is no sampler).
+  std::unique_ptr<AlertService> alerts_;
+  // Declared after committer_, whose sink it uses, so that it is destroyed (and flushed) first.
+  std::unique_ptr<TelemetryRecorder> recorder_;
 };
 
 }  // namespace trainyard::server

@@ -8,6 +8,10 @@
 #include "model/job_state.h"
 
 namespace trainyard::server {
+namespace {
+thread_local util::Duration request_started{0};
+}  // namespace
+
 // The field a spec error is about: "job.yaml:14: spec.workers must ..." -> "spec.workers".
 std::string error_field(const std::string& message) {
   size_t start = 0;
@@ -74,6 +78,16 @@ HttpApi::HttpApi(ControlPlane& plane, HttpOptions options)
   http_->set_tcp_nodelay(true);
   // cpp-httplib takes ownership of the pool it is handed (its API wants a raw pointer).
   http_->new_task_queue = [] { return new httplib::ThreadPool(8); };
+  // A request is routed and logged on one pool thread, so its start time can live there.
+  http_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    request_started = util::WallClock::steady_now();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    plane_.metrics().observe_request(
+        req.method, route_of(req.path), res.status,
+        util::to_seconds(util::WallClock::steady_now() - request_started));
+  });
   routes();
 }
 

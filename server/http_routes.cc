@@ -81,6 +81,28 @@ void HttpApi::routes() {
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, json{{"status", "ok"}});
   });
+  // No authentication, like /healthz: Prometheus scrapes without a token (see docs/metrics.md).
+  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(plane_.metrics_text(), "text/plain; version=0.0.4");
+  });
+  h.Get("/api/v1/gpus", [this, auth](const httplib::Request& req, httplib::Response& res) {
+    if (auto who = auth(req, res)) reply(res, 200, plane_.gpus(*who));
+  });
+  h.Get(R"(/api/v1/jobs/([^/]+)/telemetry)",
+        [this, auth](const httplib::Request& req, httplib::Response& res) {
+          util::JobId id;
+          int64_t samples = 300;
+          auto who = auth(req, res);
+          if (who && job_id(req, id, res) && int_param(req, "samples", 0, 100000, samples, res))
+            send(res, plane_.job_telemetry(id, static_cast<int>(samples), *who));
+        });
+
+  h.Get(R"(/api/v1/jobs/([^/]+)/doctor)",
+        [this, auth](const httplib::Request& req, httplib::Response& res) {
+          util::JobId id;
+          auto who = auth(req, res);
+          if (who && job_id(req, id, res)) send(res, plane_.job_doctor(id, *who));
+        });
 
   h.Post("/api/v1/jobs", [this, auth](const httplib::Request& req, httplib::Response& res) {
     auto who = auth(req, res);
@@ -165,6 +187,12 @@ void HttpApi::routes() {
   });
   h.Get("/api/v1/queues", [this, auth](const httplib::Request& req, httplib::Response& res) {
     if (auto who = auth(req, res)) reply(res, 200, plane_.queues(*who));
+  });
+  h.Get("/api/v1/alerts", [this, auth](const httplib::Request& req, httplib::Response& res) {
+    int64_t all = 0;
+    auto who = auth(req, res);
+    if (who && int_param(req, "all", 0, 1, all, res))
+      reply(res, 200, plane_.alerts(all == 1, *who));
   });
 
   h.Post("/api/v1/tokens", [this, auth](const httplib::Request& req, httplib::Response& res) {

@@ -77,6 +77,7 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
                          .env = proc.env,
                          .working_dir = proc.working_dir,
                          .checkpoint_dir = checkpoint_dir(job),
+                         .mtbf_seconds = spec.preemptible ? mtbf_estimate_seconds() : 0,
                          .run_dir = w.run_dir,
                          .log_cap_bytes = options_.config.log_cap_bytes};
     int node_idx = -1;
@@ -112,6 +113,12 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
     job.workers.push_back(std::move(w));
   }
   return first_error;
+}
+
+std::string ControlPlane::device_uuid(const sched::Assignment& a) const {
+  if (a.gpu_idx < 0 || a.node_idx < 0 || a.node_idx >= static_cast<int>(nodes_.size())) return "";
+  auto dev = device_for(nodes_[a.node_idx], a);
+  return dev.is_ok() ? *dev : "";
 }
 
 std::string ControlPlane::processes_json(const ActiveJob& job) const {

@@ -2,6 +2,7 @@
 // starts. Starts are committed as Placed (with their GPUs) before any worker is launched.
 #include <fmt/format.h>
 
+#include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
@@ -10,6 +11,12 @@
 #include "util/log.h"
 
 namespace trainyard::server {
+namespace {
+
+// How often a running job's checkpoint directory is looked at (a listing and one stat).
+constexpr util::Duration kCheckpointPoll = std::chrono::seconds(5);
+
+}  // namespace
 
 sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_off) {
   const util::Time now = clock_.now();
@@ -35,6 +42,12 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
           job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
       sj.started = job.rec.started;
       sj.placement = job.placement;
+      if (now - job.checkpoint_polled >= kCheckpointPoll) {
+        job.checkpoint_polled = now;
+        job.last_checkpoint =
+            exec::newest_checkpoint_time(checkpoint_dir(job)).value_or(util::Time{});
+      }
+      sj.last_checkpoint = job.last_checkpoint;
       sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
     } else {
       for (auto dep : job.depends_on) {
@@ -108,6 +121,7 @@ void ControlPlane::start_job(ActiveJob& job, const std::vector<sched::Assignment
   job.rec.placement_json = placement_to_json(placement);
   job.rec.started = clock_.now();
   job.wait_reason.clear();
+  metrics_.queue_wait.observe(util::to_seconds(job.rec.started - job.rec.queued_since));
   std::string where;
   for (const auto& a : placement) {
     if (a.gpu_idx < 0) continue;

@@ -96,6 +96,11 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   TY_RETURN_IF_ERROR(permission(who, rec));
   j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
   add_progress(j, rec, checkpoint_dir_of(rec));
+  // How the job used its GPUs over its life; the full series is GET .../telemetry.
+  if (auto series = job_series(id); series.is_ok()) {
+    nlohmann::json u = utilization_summary(*series);
+    if (u["samples"].get<int64_t>() > 0) j["utilization"] = std::move(u);
+  }
   std::lock_guard lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto attempts, reader_->attempts(id));
   nlohmann::json arr = nlohmann::json::array();

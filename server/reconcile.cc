@@ -38,6 +38,7 @@ util::Duration backoff_delay(const ServerConfig& c, int failures) {
 }  // namespace
 
 util::Status ControlPlane::reconcile_once() {
+  const util::Duration began = util::WallClock::steady_now();
   std::lock_guard lock(mu_);
   Tx outcomes;
   observe_workers(outcomes);
@@ -45,7 +46,11 @@ util::Status ControlPlane::reconcile_once() {
   TY_RETURN_IF_ERROR(commit(outcomes));
   Tx starts;
   apply_plan(starts);
-  return commit(starts);
+  util::Status st = commit(starts);
+  // After the commits: a job whose attempt ended this cycle stops counting on its GPUs now.
+  if (recorder_) recorder_->set_placements(telemetry_placements());
+  metrics_.schedule_cycle.observe(util::to_seconds(util::WallClock::steady_now() - began));
+  return st;
 }
 
 util::Status ControlPlane::commit(Tx& tx) {
@@ -160,10 +165,20 @@ void ControlPlane::observe_workers(Tx& tx) {
   }
 }
 
+double ControlPlane::mtbf_estimate_seconds() const {
+  const double observed = util::to_seconds(preemptible_run_time_);
+  return (util::to_seconds(options_.config.mtbf_prior) + observed) /
+         static_cast<double>(1 + interruptions_);
+}
+
 void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
   const util::Time now = clock_.now();
   const int64_t milli = job.manifest.spec.total_gpu_share().value();
   job.rec.attained_gpu_time += (now - job.rec.started) * milli / 1000;
+  if (job.manifest.spec.preemptible) {
+    preemptible_run_time_ += now - job.rec.started;
+    if (job.stop == StopCause::Preempt) ++interruptions_;
+  }
   store::AttemptRecord attempt{.job = job.rec.id,
                                .attempt = job.rec.attempt,
                                .started = job.rec.started,

@@ -77,8 +77,38 @@ CREATE TABLE tokens (
 );
 )sql";
 
+// Version 2: GPU telemetry aggregated per device, job and minute (telemetry_minutes). job_id is
+// NULL for a device no job held; it has no foreign key because rows outlive nothing else and are
+// pruned by age alone. Measurements a device does not report are NULL, not zero.
+constexpr const char* kTelemetrySchema = R"sql(
+CREATE TABLE telemetry_minutes (
+  device_uuid TEXT NOT NULL,
+  job_id INTEGER,
+  minute_us INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  gpu_util_avg REAL,
+  gpu_util_max REAL,
+  mem_util_avg REAL,
+  sm_active_avg REAL,
+  mem_used_avg REAL,
+  mem_used_max INTEGER,
+  mem_total INTEGER,
+  temp_avg REAL,
+  temp_max REAL,
+  power_avg REAL,
+  power_max REAL,
+  sm_clock_avg REAL,
+  throttle_or INTEGER,
+  ecc_uncorrected_max INTEGER,
+  xid_last INTEGER
+);
+CREATE INDEX telemetry_by_job ON telemetry_minutes(job_id, minute_us);
+CREATE INDEX telemetry_by_minute ON telemetry_minutes(minute_us);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kInitialSchema},
+    {2, kTelemetrySchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

@@ -105,6 +105,20 @@ Query& Query::bind_null() {
   return *this;
 }
 
+Query& Query::bind_real(double value) {
+  int rc = sqlite3_bind_double(stmt_, next_param_++, value);
+  if (bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Query& Query::bind_opt(const std::optional<double>& value) {
+  return value ? bind_real(*value) : bind_null();
+}
+
+Query& Query::bind_opt(const std::optional<int64_t>& value) {
+  return value ? bind(*value) : bind_null();
+}
+
 util::Status Query::run() {
   while (true) {
     TY_ASSIGN_OR_RETURN(bool row, next());

@@ -1,7 +1,8 @@
 // Durable state of the control plane in one SQLite file: jobs (current row per job), their
 // append-only event log, attempts (with worker pids for re-adoption after a restart) and API
-// tokens (hashes only). WAL journal with synchronous=FULL: a committed transaction survives
-// kill -9 and power loss. The schema is versioned; open() migrates older files forward.
+// tokens (hashes only), and GPU telemetry per minute. WAL journal with synchronous=FULL: a
+// committed transaction survives kill -9 and power loss. The schema is versioned; open() migrates
+// older files forward.
 //
 // Thread-compatible: one Store per thread, or callers serialize access. A second Store on the
 // same file (e.g. a read-only one for queries) is fine: WAL lets readers run beside the writer.
@@ -22,7 +23,7 @@
 
 namespace trainyard::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct JobRecord {
   util::JobId id{0};  // assigned by insert_job
@@ -76,6 +77,27 @@ struct TokenRecord {
   bool revoked = false;
 };
 
+// One device's GPU telemetry over one minute, for one job (or none): what the server keeps for
+// `retentionDays` after the raw samples have left its ring buffer. Fields a device did not report
+// in that minute are nullopt. Memory in bytes, temperatures in degrees C, power in watts.
+struct TelemetryMinute {
+  std::string device_uuid;
+  std::optional<util::JobId> job;  // nullopt: no job held the device
+  util::Time minute{};             // start of the minute
+  int64_t samples = 0;
+  std::optional<double> gpu_util_avg, gpu_util_max;  // percent
+  std::optional<double> mem_util_avg;                // percent
+  std::optional<double> sm_active_avg;               // percent
+  std::optional<double> mem_used_avg;
+  std::optional<int64_t> mem_used_max, mem_total;
+  std::optional<double> temp_avg, temp_max;
+  std::optional<double> power_avg, power_max;
+  std::optional<double> sm_clock_avg;  // MHz
+  std::optional<int64_t> throttle_or;  // OR of the minute's throttle-reason bits
+  std::optional<int64_t> ecc_uncorrected_max;
+  std::optional<int64_t> xid_last;
+};
+
 // Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
 // `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
 struct JobFilter {
@@ -119,6 +141,9 @@ class Store {
   util::Status put_attempt(const AttemptRecord& attempt);        // insert or replace
   util::Result<int64_t> insert_token(const TokenRecord& token);
   util::Status revoke_token(int64_t id);
+  util::Status put_telemetry_minutes(const std::vector<TelemetryMinute>& rows);
+  // Deletes telemetry rows of minutes before `before`; returns how many.
+  util::Result<int64_t> prune_telemetry(util::Time before);
 
   // Reads.
   util::Result<std::optional<JobRecord>> get_job(util::JobId id);
@@ -135,6 +160,10 @@ class Store {
   util::Result<std::optional<AttemptRecord>> attempt(util::JobId job, int attempt);
   util::Result<std::optional<TokenRecord>> find_token(const std::string& hash_hex);  // revoked too
   util::Result<std::vector<TokenRecord>> tokens();
+  // A job's telemetry rows, oldest minute first (several devices per minute for a gang; a minute
+  // may appear twice for one device when the server restarted within it). At most `limit`
+  // (capped at 100,000) of the newest rows.
+  util::Result<std::vector<TelemetryMinute>> job_telemetry(util::JobId job, int limit = 100'000);
 
  private:
   struct Impl;

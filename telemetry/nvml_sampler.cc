@@ -1,9 +1,10 @@
 // GPUs through NVIDIA's management library, loaded with dlopen so that trainyard builds and runs
-// without the driver. The only place that touches NVML. The few NVML types used are declared
-// here (ABI-stable since the v2 entry points, R450+), so no NVIDIA header is needed to build.
+// without the driver. The only place that opens NVML; its ABI is declared in nvml_api.h and the
+// per-device readings live in nvml_readings.cc. One mutex serializes every NVML call.
 #include <dlfcn.h>
 
 #include <array>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -11,87 +12,32 @@
 
 #include "telemetry/driver_name.h"
 #include "telemetry/gpu_sampler.h"
+#include "telemetry/nvml_api.h"
+#include "telemetry/nvml_readings.h"
 
 namespace trainyard::telemetry {
 namespace {
 
-using NvmlReturn = int;
-using NvmlDevice = struct NvmlDeviceOpaque*;
-using NvmlGpuInstance = struct NvmlGpuInstanceOpaque*;
-struct NvmlMemory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-struct NvmlGpuInstanceInfo {
-  NvmlDevice device;
-  unsigned int id;
-  unsigned int profile_id;
-  unsigned int placement_start;
-  unsigned int placement_size;
-  unsigned int spare[16];  // room in case a driver's struct has grown
-};
-
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr unsigned int kNvmlMigEnabled = 1;
-constexpr unsigned int kNvmlStringSize = 96;  // NVML_DEVICE_{NAME,UUID}_V2_BUFFER_SIZE
 constexpr std::string_view kSimHint = "use --gpus sim:4xH100-80GB to simulate GPUs";
+constexpr int kMaxEventsPerSample = 64;  // bounds one sample's work if a GPU floods XIDs
 
-struct NvmlApi {
-  void* library = nullptr;
-  NvmlReturn (*init)() = nullptr;
-  NvmlReturn (*shutdown)() = nullptr;
-  const char* (*error_string)(NvmlReturn) = nullptr;
-  NvmlReturn (*get_count)(unsigned int*) = nullptr;
-  NvmlReturn (*get_handle)(unsigned int, NvmlDevice*) = nullptr;
-  NvmlReturn (*get_name)(NvmlDevice, char*, unsigned int) = nullptr;
-  NvmlReturn (*get_uuid)(NvmlDevice, char*, unsigned int) = nullptr;
-  NvmlReturn (*get_memory)(NvmlDevice, NvmlMemory*) = nullptr;
-  NvmlReturn (*get_mig_mode)(NvmlDevice, unsigned int*, unsigned int*) = nullptr;
-  NvmlReturn (*get_max_mig_count)(NvmlDevice, unsigned int*) = nullptr;
-  NvmlReturn (*get_mig_handle)(NvmlDevice, unsigned int, NvmlDevice*) = nullptr;
-  // Optional (placement of MIG instances); a MigInstance's start stays 0 without them.
-  NvmlReturn (*get_gpu_instance_id)(NvmlDevice, unsigned int*) = nullptr;
-  NvmlReturn (*get_gpu_instance_by_id)(NvmlDevice, unsigned int, NvmlGpuInstance*) = nullptr;
-  NvmlReturn (*get_gpu_instance_info)(NvmlGpuInstance, NvmlGpuInstanceInfo*) = nullptr;
+struct PhysicalGpu {
+  nvml::Device handle = nullptr;
+  int index = 0;
+  std::string uuid;
+  std::string name;
 };
 
-template <typename Fn>
-bool bind(void* library, const char* symbol, Fn& fn) {
-  fn = reinterpret_cast<Fn>(dlsym(library, symbol));
-  return fn != nullptr;
-}
-
-// Resolves every entry point; returns the first required one that is missing, or nullptr.
-const char* bind_all(NvmlApi& api) {
-  void* lib = api.library;
-  if (!bind(lib, "nvmlInit_v2", api.init)) return "nvmlInit_v2";
-  if (!bind(lib, "nvmlShutdown", api.shutdown)) return "nvmlShutdown";
-  if (!bind(lib, "nvmlErrorString", api.error_string)) return "nvmlErrorString";
-  if (!bind(lib, "nvmlDeviceGetCount_v2", api.get_count)) return "nvmlDeviceGetCount_v2";
-  if (!bind(lib, "nvmlDeviceGetHandleByIndex_v2", api.get_handle)) {
-    return "nvmlDeviceGetHandleByIndex_v2";
-  }
-  if (!bind(lib, "nvmlDeviceGetName", api.get_name)) return "nvmlDeviceGetName";
-  if (!bind(lib, "nvmlDeviceGetUUID", api.get_uuid)) return "nvmlDeviceGetUUID";
-  if (!bind(lib, "nvmlDeviceGetMemoryInfo", api.get_memory)) return "nvmlDeviceGetMemoryInfo";
-  if (!bind(lib, "nvmlDeviceGetMigMode", api.get_mig_mode)) return "nvmlDeviceGetMigMode";
-  if (!bind(lib, "nvmlDeviceGetMaxMigDeviceCount", api.get_max_mig_count)) {
-    return "nvmlDeviceGetMaxMigDeviceCount";
-  }
-  if (!bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", api.get_mig_handle)) {
-    return "nvmlDeviceGetMigDeviceHandleByIndex";
-  }
-  bind(lib, "nvmlDeviceGetGpuInstanceId", api.get_gpu_instance_id);
-  bind(lib, "nvmlDeviceGetGpuInstanceById", api.get_gpu_instance_by_id);
-  bind(lib, "nvmlGpuInstanceGetInfo", api.get_gpu_instance_info);
-  return nullptr;
-}
+struct XidState {
+  std::optional<int> last;
+  uint64_t count = 0;
+};
 
 class NvmlSampler final : public GpuSampler {
  public:
-  explicit NvmlSampler(NvmlApi api) : api_(api) {}
+  explicit NvmlSampler(nvml::Api api) : api_(api) {}
   ~NvmlSampler() override {
+    if (events_ && api_.event_set_free) api_.event_set_free(events_);
     api_.shutdown();
     dlclose(api_.library);
   }
@@ -109,31 +55,28 @@ class NvmlSampler final : public GpuSampler {
     }
     return out;
   }
+
+  // Errors only when the GPUs cannot be listed; any single reading that fails stays nullopt.
   util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
-    TY_ASSIGN_OR_RETURN(auto devs, devices());
+    std::lock_guard lock(mu_);
+    TY_ASSIGN_OR_RETURN(std::vector<PhysicalGpu> gpus, physical_gpus());
+    watch_xids(gpus);
+    poll_xids(gpus);
     std::vector<GpuSample> out;
-    for (const auto& d : devs) {
-      GpuSample s;
-      s.time_ms = now_ms;
-      s.index = d.index;
-      s.uuid = d.uuid;
-      s.name = d.name;
-      s.model = d.model;
-      s.memory_total_bytes = static_cast<uint64_t>(d.memory.value());
-      out.push_back(std::move(s));
-    }
+    for (const PhysicalGpu& gpu : gpus) append_samples(gpu, now_ms, out);
     return out;
   }
+
   std::string_view kind() const override { return "nvml"; }
 
  private:
-  std::string error_text(NvmlReturn rc) const {
+  std::string error_text(nvml::Return rc) const {
     const char* s = api_.error_string(rc);
     return s ? fmt::format("{} ({})", s, rc) : fmt::format("error {}", rc);
   }
 
-  util::Status check(NvmlReturn rc, std::string_view call, int gpu) const {
-    if (rc == kNvmlSuccess) return util::Status::ok();
+  util::Status check(nvml::Return rc, std::string_view call, int gpu) const {
+    if (rc == nvml::kSuccess) return util::Status::ok();
     std::string where = gpu >= 0 ? fmt::format(" for GPU {}", gpu) : "";
     return util::unavailable(fmt::format("NVML: {}{} failed: {} (check the driver with nvidia-smi)",
                                          call, where, error_text(rc)));
@@ -141,51 +84,55 @@ class NvmlSampler final : public GpuSampler {
 
   // Calls an NVML getter that fills a char buffer.
   template <typename Getter>
-  util::Result<std::string> text(Getter getter, NvmlDevice h, std::string_view call, int gpu) {
-    std::array<char, kNvmlStringSize> buf{};
-    TY_RETURN_IF_ERROR(check(getter(h, buf.data(), kNvmlStringSize), call, gpu));
+  util::Result<std::string> text(Getter getter, nvml::Device h, std::string_view call, int gpu) {
+    std::array<char, nvml::kStringSize> buf{};
+    TY_RETURN_IF_ERROR(check(getter(h, buf.data(), nvml::kStringSize), call, gpu));
     buf.back() = '\0';
     return std::string(buf.data());
   }
 
+  bool mig_enabled(nvml::Device h) const {
+    unsigned int current = 0;
+    unsigned int pending = 0;
+    // GPUs without MIG answer NOT_SUPPORTED: that is simply "MIG off".
+    return api_.get_mig_mode(h, &current, &pending) == nvml::kSuccess &&
+           current == nvml::kMigEnabled;
+  }
+
   util::Result<GpuDevice> device(unsigned int i) {  // requires mu_
     int gpu = static_cast<int>(i);
-    NvmlDevice h = nullptr;
+    nvml::Device h = nullptr;
     TY_RETURN_IF_ERROR(check(api_.get_handle(i, &h), "nvmlDeviceGetHandleByIndex_v2", gpu));
     GpuDevice d;
     d.index = gpu;
     TY_ASSIGN_OR_RETURN(d.name, text(api_.get_name, h, "nvmlDeviceGetName", gpu));
     TY_ASSIGN_OR_RETURN(d.uuid, text(api_.get_uuid, h, "nvmlDeviceGetUUID", gpu));
-    NvmlMemory mem{};
+    nvml::Memory mem{};
     TY_RETURN_IF_ERROR(check(api_.get_memory(h, &mem), "nvmlDeviceGetMemoryInfo", gpu));
     d.memory = model::Bytes(static_cast<int64_t>(mem.total));
     d.model = model_from_driver_name(d.name, d.memory);
-    unsigned int current = 0;
-    unsigned int pending = 0;
-    // GPUs without MIG answer NOT_SUPPORTED: that is simply "MIG off".
-    d.mig_enabled =
-        api_.get_mig_mode(h, &current, &pending) == kNvmlSuccess && current == kNvmlMigEnabled;
+    d.mig_enabled = mig_enabled(h);
     if (d.mig_enabled) {
       TY_ASSIGN_OR_RETURN(d.mig_instances, mig_instances(h, d.model, gpu));
     }
     return d;
   }
 
-  util::Result<std::vector<MigInstance>> mig_instances(NvmlDevice parent,
+  util::Result<std::vector<MigInstance>> mig_instances(nvml::Device parent,
                                                        std::string_view parent_model, int gpu) {
     unsigned int max = 0;
     TY_RETURN_IF_ERROR(
         check(api_.get_max_mig_count(parent, &max), "nvmlDeviceGetMaxMigDeviceCount", gpu));
     std::vector<MigInstance> out;
     for (unsigned int slot = 0; slot < max; ++slot) {
-      NvmlDevice h = nullptr;
-      if (api_.get_mig_handle(parent, slot, &h) != kNvmlSuccess) continue;  // empty slot
+      nvml::Device h = nullptr;
+      if (api_.get_mig_handle(parent, slot, &h) != nvml::kSuccess) continue;  // empty slot
       MigInstance m;
       TY_ASSIGN_OR_RETURN(m.uuid, text(api_.get_uuid, h, "nvmlDeviceGetUUID (MIG)", gpu));
       auto name = text(api_.get_name, h, "nvmlDeviceGetName (MIG)", gpu);
-      NvmlMemory mem{};
+      nvml::Memory mem{};
       model::Bytes memory(0);
-      if (api_.get_memory(h, &mem) == kNvmlSuccess) {
+      if (api_.get_memory(h, &mem) == nvml::kSuccess) {
         memory = model::Bytes(static_cast<int64_t>(mem.total));
       }
       m.profile = mig_profile_from_driver_name(name.is_ok() ? *name : "", parent_model, memory);
@@ -196,27 +143,165 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // First memory slice of a MIG instance, or 0 when this driver cannot say.
-  int placement_start(NvmlDevice parent, NvmlDevice mig) {
+  int placement_start(nvml::Device parent, nvml::Device mig) {
     if (!api_.get_gpu_instance_id || !api_.get_gpu_instance_by_id || !api_.get_gpu_instance_info) {
       return 0;
     }
     unsigned int id = 0;
-    NvmlGpuInstance gi = nullptr;
-    NvmlGpuInstanceInfo info{};
-    if (api_.get_gpu_instance_id(mig, &id) != kNvmlSuccess ||
-        api_.get_gpu_instance_by_id(parent, id, &gi) != kNvmlSuccess ||
-        api_.get_gpu_instance_info(gi, &info) != kNvmlSuccess) {
+    nvml::GpuInstance gi = nullptr;
+    nvml::GpuInstanceInfo info{};
+    if (api_.get_gpu_instance_id(mig, &id) != nvml::kSuccess ||
+        api_.get_gpu_instance_by_id(parent, id, &gi) != nvml::kSuccess ||
+        api_.get_gpu_instance_info(gi, &info) != nvml::kSuccess) {
       return 0;
     }
     return static_cast<int>(info.placement_start);
   }
 
-  std::mutex mu_;  // serializes NVML calls; api_ itself is set once at construction
-  const NvmlApi api_;
+  // The device list: a GPU that cannot be named by handle and UUID fails the whole sample,
+  // since readings that cannot be attributed to a GPU are worse than none.
+  util::Result<std::vector<PhysicalGpu>> physical_gpus() {  // requires mu_
+    unsigned int count = 0;
+    TY_RETURN_IF_ERROR(check(api_.get_count(&count), "nvmlDeviceGetCount_v2", -1));
+    std::vector<PhysicalGpu> gpus;
+    for (unsigned int i = 0; i < count; ++i) {
+      PhysicalGpu gpu;
+      gpu.index = static_cast<int>(i);
+      TY_RETURN_IF_ERROR(
+          check(api_.get_handle(i, &gpu.handle), "nvmlDeviceGetHandleByIndex_v2", gpu.index));
+      TY_ASSIGN_OR_RETURN(gpu.uuid,
+                          text(api_.get_uuid, gpu.handle, "nvmlDeviceGetUUID", gpu.index));
+      auto name = text(api_.get_name, gpu.handle, "nvmlDeviceGetName", gpu.index);
+      gpu.name = name.is_ok() ? *name : "";
+      gpus.push_back(std::move(gpu));
+    }
+    return gpus;
+  }
+
+  void append_samples(const PhysicalGpu& gpu, int64_t now_ms,
+                      std::vector<GpuSample>& out) {  // requires mu_
+    GpuSample s;
+    s.time_ms = now_ms;
+    s.index = gpu.index;
+    s.uuid = gpu.uuid;
+    s.name = gpu.name;
+    s.pci_bus_id = nvml::read_pci_bus_id(api_, gpu.handle);
+    auto memory = nvml::read_memory(api_, gpu.handle);
+    if (memory) {
+      s.memory_total_bytes = memory->total;
+      s.memory_used_bytes = memory->used;
+    }
+    s.model = model_from_driver_name(
+        gpu.name, model::Bytes(memory ? static_cast<int64_t>(memory->total) : 0));
+    nvml::read_gpu_fields(api_, gpu.handle, s);
+    s.processes = nvml::read_processes(api_, gpu.handle);
+    nvml::read_process_utilization(api_, gpu.handle, last_seen_us_[gpu.uuid], s.processes);
+    set_xid_fields(gpu.uuid, gpu.uuid, s);
+    bool mig = mig_enabled(gpu.handle);
+    std::string parent_model = s.model;
+    std::string parent_pci = s.pci_bus_id;
+    out.push_back(std::move(s));
+    if (mig) append_mig_samples(gpu, parent_model, parent_pci, now_ms, out);
+  }
+
+  // MIG devices report memory and processes; utilization, temperature, power, clocks and the
+  // rest are the parent GPU's, which NVML reports only on the parent.
+  void append_mig_samples(const PhysicalGpu& gpu, const std::string& parent_model,
+                          const std::string& parent_pci, int64_t now_ms,
+                          std::vector<GpuSample>& out) {  // requires mu_
+    unsigned int max = 0;
+    if (api_.get_max_mig_count(gpu.handle, &max) != nvml::kSuccess) return;
+    for (unsigned int slot = 0; slot < max; ++slot) {
+      nvml::Device h = nullptr;
+      if (api_.get_mig_handle(gpu.handle, slot, &h) != nvml::kSuccess) continue;  // empty slot
+      auto uuid = text(api_.get_uuid, h, "nvmlDeviceGetUUID (MIG)", gpu.index);
+      if (!uuid.is_ok()) continue;
+      GpuSample m;
+      m.time_ms = now_ms;
+      m.index = gpu.index;
+      m.uuid = *uuid;
+      auto name = text(api_.get_name, h, "nvmlDeviceGetName (MIG)", gpu.index);
+      m.name = name.is_ok() ? *name : "";
+      m.model = parent_model;
+      m.pci_bus_id = parent_pci;
+      m.is_mig = true;
+      auto memory = nvml::read_memory(api_, h);
+      if (memory) {
+        m.memory_total_bytes = memory->total;
+        m.memory_used_bytes = memory->used;
+      }
+      unsigned int gi = 0;
+      if (api_.get_gpu_instance_id && api_.get_gpu_instance_id(h, &gi) == nvml::kSuccess) {
+        m.gpu_instance_id = static_cast<int>(gi);
+        set_xid_fields(gpu.uuid, fmt::format("{}/{}", gpu.uuid, gi), m);
+      }
+      m.mig_profile = mig_profile_from_driver_name(
+          m.name, parent_model, model::Bytes(memory ? static_cast<int64_t>(memory->total) : 0));
+      m.processes = nvml::read_processes(api_, h);
+      out.push_back(std::move(m));
+    }
+  }
+
+  // XID errors arrive as events: one set for all GPUs, registered once per GPU as it appears.
+  void watch_xids(const std::vector<PhysicalGpu>& gpus) {  // requires mu_
+    if (!api_.event_set_create || !api_.register_events || !api_.event_set_wait) return;
+    if (!events_ && !event_set_failed_) {
+      event_set_failed_ = api_.event_set_create(&events_) != nvml::kSuccess;
+      if (event_set_failed_) events_ = nullptr;
+    }
+    if (!events_) return;
+    for (const PhysicalGpu& gpu : gpus) {
+      if (xid_watched_.contains(gpu.uuid)) continue;
+      xid_watched_[gpu.uuid] =
+          api_.register_events(gpu.handle, nvml::kEventXid, events_) == nvml::kSuccess;
+    }
+  }
+
+  // Drains pending events without waiting (timeout 0), so a sample never blocks on them.
+  void poll_xids(const std::vector<PhysicalGpu>& gpus) {  // requires mu_
+    if (!events_) return;
+    for (int n = 0; n < kMaxEventsPerSample; ++n) {
+      nvml::EventData e{};
+      if (api_.event_set_wait(events_, &e, 0) != nvml::kSuccess) break;
+      if (!(e.event_type & nvml::kEventXid)) continue;
+      for (const PhysicalGpu& gpu : gpus) {
+        if (gpu.handle != e.device) continue;
+        auto xid = static_cast<int>(e.event_data);
+        record_xid(gpu.uuid, xid);
+        if (e.gpu_instance_id != nvml::kNoInstance) {
+          record_xid(fmt::format("{}/{}", gpu.uuid, e.gpu_instance_id), xid);
+        }
+      }
+    }
+  }
+
+  void record_xid(const std::string& key, int xid) {  // requires mu_
+    XidState& state = xids_[key];
+    state.last = xid;
+    ++state.count;
+  }
+
+  // XID fields are known (count 0 included) only for GPUs whose events are watched.
+  void set_xid_fields(const std::string& gpu_uuid, const std::string& key,
+                      GpuSample& s) const {  // requires mu_
+    auto watched = xid_watched_.find(gpu_uuid);
+    if (watched == xid_watched_.end() || !watched->second) return;
+    auto it = xids_.find(key);
+    s.xid_count = it == xids_.end() ? 0 : it->second.count;
+    if (it != xids_.end()) s.last_xid = it->second.last;
+  }
+
+  std::mutex mu_;  // serializes NVML calls and guards the state below
+  const nvml::Api api_;
+  nvml::EventSet events_ = nullptr;
+  bool event_set_failed_ = false;
+  std::map<std::string, bool> xid_watched_;       // GPU uuid -> registered for XID events
+  std::map<std::string, XidState> xids_;          // GPU uuid, or "<uuid>/<gpu instance id>"
+  std::map<std::string, uint64_t> last_seen_us_;  // GPU uuid -> newest process-util sample
 };
 
 util::Result<GpuSamplerPtr> load_nvml(std::initializer_list<const char*> paths) {
-  NvmlApi api;
+  nvml::Api api;
   const char* loaded = nullptr;
   for (const char* path : paths) {
     api.library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -229,13 +314,15 @@ util::Result<GpuSamplerPtr> load_nvml(std::initializer_list<const char*> paths) 
     return util::unavailable(fmt::format(
         "NVML not found ({}): no NVIDIA driver on this machine; {}", *paths.begin(), kSimHint));
   }
-  if (const char* missing = bind_all(api)) {
+  if (const char* missing = nvml::bind_all(api)) {
     dlclose(api.library);
     return util::unavailable(fmt::format(
         "NVML at {} lacks {}: the NVIDIA driver is too old (R450 or newer is needed); {}", loaded,
         missing, kSimHint));
   }
-  if (NvmlReturn rc = api.init(); rc != kNvmlSuccess) {
+  // NO_GPUS lets init succeed on a machine with the library but no GPU: it then has none.
+  nvml::Return rc = api.init_with_flags ? api.init_with_flags(nvml::kInitFlagNoGpus) : api.init();
+  if (rc != nvml::kSuccess) {
     std::string reason = api.error_string(rc) ? api.error_string(rc) : "unknown error";
     dlclose(api.library);
     return util::unavailable(fmt::format(

@@ -1,12 +1,16 @@
 // Synthetic GPUs for machines without any: parsed once from a "sim:..." spec, then immutable,
-// so devices() needs no lock.
+// so devices() needs no lock. What each GPU runs (its SyntheticLoad) changes from other threads
+// and is guarded by a mutex; the readings themselves come from synthetic_curves.cc.
 #include <charconv>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
 #include "telemetry/gpu_sampler.h"
+#include "telemetry/synthetic_curves.h"
 
 namespace trainyard::telemetry {
 namespace {
@@ -22,23 +26,29 @@ class SyntheticSampler final : public GpuSampler {
   explicit SyntheticSampler(std::vector<GpuDevice> devices) : devices_(std::move(devices)) {}
   util::Result<std::vector<GpuDevice>> devices() override { return devices_; }
   util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
+    std::lock_guard lock(mu_);
     std::vector<GpuSample> out;
+    out.reserve(devices_.size());
     for (const auto& d : devices_) {
-      GpuSample s;
-      s.time_ms = now_ms;
-      s.index = d.index;
-      s.uuid = d.uuid;
-      s.name = d.name;
-      s.model = d.model;
-      s.memory_total_bytes = static_cast<uint64_t>(d.memory.value());
-      out.push_back(std::move(s));
+      auto load = loads_.find(d.uuid);
+      out.push_back(synthesize_sample(d, load == loads_.end() ? nullptr : &load->second, now_ms));
     }
     return out;
+  }
+  void set_synthetic_load(const std::string& uuid, std::optional<SyntheticLoad> load) override {
+    std::lock_guard lock(mu_);
+    if (load) {
+      loads_[uuid] = std::move(*load);
+    } else {
+      loads_.erase(uuid);
+    }
   }
   std::string_view kind() const override { return "synthetic"; }
 
  private:
   const std::vector<GpuDevice> devices_;
+  std::mutex mu_;                               // guards loads_
+  std::map<std::string, SyntheticLoad> loads_;  // by device uuid
 };
 
 util::Status entry_error(std::string_view spec, std::string_view entry, std::string_view what) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,11 @@ class Query {
   Query& bind(int64_t value);
   Query& bind(std::string_view value);
   Query& bind_null();
+  // Named apart from bind(int64_t): an int argument would convert to either.
+  Query& bind_real(double value);
+  // Binds NULL for nullopt, so optional measurements stay distinguishable from zero.
+  Query& bind_opt(const std::optional<double>& value);
+  Query& bind_opt(const std::optional<int64_t>& value);
 
   // Steps to the end; for statements that return no rows (INSERT, UPDATE).
   util::Status run();
@@ -50,6 +56,14 @@ class Query {
   int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   int int32(int col) const { return sqlite3_column_int(stmt_, col); }
   std::string text(int col) const;
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::optional<double> opt_real(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+  }
+  std::optional<int64_t> opt_int64(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<int64_t>(int64(col));
+  }
 
  private:
   util::Status bind_result(int rc);

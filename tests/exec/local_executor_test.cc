@@ -17,7 +17,7 @@ using testing::wait_for_exit;
 constexpr const char* kPrintEnv =
     "for v in CUDA_VISIBLE_DEVICES WORLD_SIZE RANK LOCAL_RANK MASTER_ADDR MASTER_PORT "
     "TRAINYARD_JOB_ID TRAINYARD_ATTEMPT TRAINYARD_RANK TRAINYARD_CHECKPOINT_DIR "
-    "TRAINYARD_PREEMPT_NOTICE TRAINYARD_METRICS_FILE USER_VAR; "
+    "TRAINYARD_PREEMPT_NOTICE TRAINYARD_METRICS_FILE TRAINYARD_MTBF_SECONDS USER_VAR; "
     "do eval \"echo $v=[\\${$v-unset}]\"; done; pwd";
 
 TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
@@ -32,6 +32,7 @@ TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
   w.master_addr = "10.0.0.7";
   w.master_port = 29500;
   w.env = {{"USER_VAR", "hello world"}, {"RANK", "99"}};
+  w.mtbf_seconds = 7200.4;
   auto ref = ex->launch(w);
   unsetenv("CUDA_VISIBLE_DEVICES");
   ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
@@ -56,6 +57,7 @@ TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
   EXPECT_NE(log.find("TRAINYARD_METRICS_FILE=[" + (w.run_dir / "metrics.jsonl").string() + "]"),
             std::string::npos)
       << log;
+  EXPECT_NE(log.find("TRAINYARD_MTBF_SECONDS=[7200]"), std::string::npos) << log;
   EXPECT_NE(log.find("USER_VAR=[hello world]"), std::string::npos);
   EXPECT_NE(log.find("\n" + w.run_dir.string() + "\n"), std::string::npos) << "cwd is run_dir";
 }

@@ -3,10 +3,13 @@ GPUs, driven by the real CLI and raw HTTP. Usage: e2e_test.py PATH/TO/trainyard 
 import json
 import os
 import random
+import shutil
+import subprocess
 import sys
 import threading
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -226,7 +229,7 @@ class Preemption(unittest.TestCase):
             low = s.run("--gpus", "4", "--name", "low", "--priority-class", "low", "--grace", "10",
                         "--", "sh", "-c",
                         "ck=$TRAINYARD_CHECKPOINT_DIR/step; n=$(cat $ck 2>/dev/null || echo 0); "
-                        "echo resumed from $n; "
+                        "echo resumed from $n; echo MTBF=$TRAINYARD_MTBF_SECONDS; "
                         "trap 'echo $n > $ck; echo saved $n; exit 0' TERM; "
                         "while [ $n -lt 60 ]; do n=$((n+1)); sleep 0.05; done; echo finished $n")
             s.wait(low, states=("running",))
@@ -244,6 +247,11 @@ class Preemption(unittest.TestCase):
             second = s.logs(low, "--attempt", "2")
             self.assertIn(f"resumed from {saved}", second)
             self.assertIn("finished 60", second)
+            # The MTBF for Young's rule: the 4 h prior before any interruption, then
+            # (prior + observed run time) / (1 + interruptions) after the preemption.
+            self.assertIn("MTBF=14400\n", first)
+            mtbf2 = int(second.split("MTBF=")[1].split()[0])
+            self.assertTrue(7100 < mtbf2 < 7300, second)
             self.assertGreaterEqual(jh["attempts"][0]["started"], jl["attempts"][0]["ended"])
             events = s.job(low)["attempts"]
             self.assertEqual(len(events), 2)
@@ -292,6 +300,126 @@ class SdkPreemption(unittest.TestCase):
             s.stop()
 
 
+class Telemetry(unittest.TestCase):
+    """GPU telemetry of a running job: /metrics (checked by promtool when it is installed), the
+    GPU and job telemetry routes, and `trainyard top`."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = harness.Server(config=FAST + "telemetry: {interval: 0.2}\n").start()
+        cls.jid = cls.s.run("--gpus", "1", "--name", "busy", "--team", "vision", "--",
+                            "sh", "-c", "sleep 60")
+        job = cls.s.wait(cls.jid, states=("running",))
+        cls.device = job["placement"][0]["device"]
+        cls.gpu = job["placement"][0]["gpu"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.cli("cancel", str(cls.jid), check=False)
+        cls.s.stop()
+
+    def scrape(self):
+        # No token: /metrics is open like /healthz, as Prometheus scrapes it.
+        with urllib.request.urlopen(self.s.url + "/metrics", timeout=10) as r:
+            return r.headers.get("Content-Type"), r.read().decode()
+
+    def job_lines(self, timeout=15):
+        """The exposition once the job's GPU lines carry its hpc_job label."""
+        deadline = time.time() + timeout
+        while True:
+            ctype, text = self.scrape()
+            if f'hpc_job="{self.jid}"' in text or time.time() > deadline:
+                return ctype, text
+            time.sleep(0.2)
+
+    def test_metrics_label_the_running_jobs_gpu_and_pass_promtool(self):
+        ctype, text = self.job_lines()
+        self.assertEqual(ctype, "text/plain; version=0.0.4")
+        gpu_lines = [l for l in text.splitlines()
+                     if l.startswith("DCGM_") and f'UUID="{self.device}"' in l]
+        self.assertTrue(gpu_lines, text)
+        for line in gpu_lines:
+            self.assertIn(f'hpc_job="{self.jid}"', line)
+            self.assertIn('team="vision"', line)
+            self.assertIn(f'gpu="{self.gpu}"', line)
+            self.assertIn(f'device="nvidia{self.gpu}"', line)
+            self.assertIn("Hostname=", line)
+            self.assertIn("hostname=", line)
+        others = [l for l in text.splitlines() if l.startswith("DCGM_") and self.device not in l]
+        self.assertTrue(others)
+        self.assertFalse(any("hpc_job=" in l for l in others), others[:3])
+        for family in ("trainyard_jobs", "trainyard_queue_wait_seconds", "trainyard_gpu_allocated",
+                       "trainyard_gpu_capacity", "trainyard_schedule_cycle_seconds",
+                       "trainyard_api_request_duration_seconds"):
+            self.assertIn(f"# TYPE {family} ", text)
+            self.assertIn(f"# HELP {family} ", text)
+        self.assertIn('trainyard_jobs{state="running"} 1', text)
+        self.assertIn('trainyard_queue_wait_seconds_bucket{le="+Inf"}', text)
+        self.assertRegex(text, r'trainyard_gpu_capacity\{node="[^"]+",model="H100-80GB"\} 4\n')
+        # Routes are patterns: the job id of a request never becomes a label value.
+        self.s.http("GET", f"/api/v1/jobs/{self.jid}")
+        _, text = self.scrape()
+        self.assertIn('route="/api/v1/jobs/{id}"', text)
+        self.assertNotIn(f'route="/api/v1/jobs/{self.jid}"', text)
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool is not installed (Debian package prometheus)")
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                           text=True)
+        # promtool's lint objects to two things dcgm-exporter does and trainyard copies on
+        # purpose: the label modelName (camelCase) and ECC counters ending in _TOTAL, not _total.
+        # Nothing else may be wrong, and a parse error would be reported here too.
+        problems = [l for l in (r.stdout + r.stderr).splitlines() if l.strip()
+                    and not l.endswith("label names should be written in 'snake_case' not 'camelCase'")
+                    and not (l.startswith("DCGM_FI_DEV_ECC_") and "_total" in l)]
+        self.assertEqual(problems, [], r.stdout + r.stderr)
+
+    def test_gpu_and_job_telemetry_routes(self):
+        self.job_lines()
+        code, gpus = self.s.http("GET", "/api/v1/gpus")
+        self.assertEqual(code, 200)
+        self.assertEqual(len(gpus["items"]), 4)
+        mine = [d for d in gpus["items"] if d["uuid"] == self.device][0]
+        self.assertEqual([j["id"] for j in mine["jobs"]], [self.jid])
+        self.assertEqual(mine["jobs"][0]["team"], "vision")
+        self.assertEqual(mine["memoryTotalBytes"], 80 << 30)
+        code, t = self.s.http("GET", f"/api/v1/jobs/{self.jid}/telemetry?samples=3")
+        self.assertEqual(code, 200)
+        self.assertTrue(1 <= len(t["samples"]) <= 3, t)
+        self.assertTrue(all(x["device"] == self.device for x in t["samples"]))
+        self.assertGreaterEqual(t["summary"]["samples"], 1)
+        self.assertEqual(t["summary"]["devices"], 1)
+        code, err = self.s.http("GET", f"/api/v1/jobs/{self.jid}/telemetry?samples=-1")
+        self.assertEqual((code, err["error"]["field"]), (400, "samples"))
+        self.assertEqual(self.s.http("GET", "/api/v1/jobs/999/telemetry")[0], 404)
+        self.assertIn("utilization", self.s.job(self.jid))
+        self.assertIn("GPU use:", self.s.cli("show", str(self.jid)).stdout)
+
+    def test_top_once_shows_the_job_on_its_gpu_row(self):
+        self.job_lines()
+        out = self.s.cli("top", "--once").stdout
+        self.assertNotIn("\x1b", out)
+        rows = [l for l in out.splitlines()
+                if "H100-80GB" in l and l.split()[0] == str(self.gpu)]
+        self.assertEqual(len(rows), 1, out)
+        self.assertIn(f"{self.jid} busy (vision)", rows[0])
+        self.assertIn("H100-80GB", rows[0])
+        self.assertIn("/80.0 GiB", rows[0])
+        job_rows = [l.split() for l in out.splitlines()
+                    if "H100-80GB" not in l and l.split()[1:3] == ["busy", "vision"]]
+        self.assertEqual(len(job_rows), 1, out)
+        self.assertEqual(job_rows[0][0], str(self.jid))
+        self.assertEqual(job_rows[0][3], "1")  # one GPU
+        raw = json.loads(self.s.cli("top", "-o", "json").stdout)
+        self.assertEqual(len(raw["items"]), 4)
+
+    def test_top_says_when_the_server_is_unreachable(self):
+        r = subprocess.run([harness.BIN, "top", "--once", "--server", "http://127.0.0.1:9"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn("cannot reach the trainyard server", r.stderr)
+
+
 class Mig(unittest.TestCase):
     def test_mig_slice_sees_its_mig_device_uuid(self):
         s = harness.Server(gpus="sim:1xH100-80GB:mig", config=FAST).start()
@@ -320,6 +448,10 @@ class Auth(unittest.TestCase):
             self.assertIn("requires a token", r.stderr)
             r = s.cli("ls", token="ty_wrong", check=False)
             self.assertEqual(r.returncode, 4)
+            # Prometheus scrapes without a token; the GPU view is not open.
+            with urllib.request.urlopen(s.url + "/metrics", timeout=10) as m:
+                self.assertEqual(m.status, 200)
+            self.assertEqual(s.http("GET", "/api/v1/gpus")[0], 401)
             ta = s.cli("token", "create", "--team", "a", token=admin).stdout.strip()
             tb = s.cli("token", "create", "--team", "b", token=admin).stdout.strip()
             r = s.cli("token", "create", "--team", "c", token=ta, check=False)
@@ -432,6 +564,155 @@ class CrashSafety(unittest.TestCase):
             self.assertEqual(jg["attempts"][0]["exitCode"], 4)
             events = json.loads(s.cli("show", str(keep), "-o", "json").stdout)["events"]
             self.assertTrue(any(e["type"] == "Adopted" for e in events))
+        finally:
+            s.stop()
+
+
+class WebhookReceiver:
+    """A tiny HTTP server on a free loopback port that records the JSON bodies POSTed to it."""
+
+    def __init__(self):
+        import http.server
+
+        bodies = self.bodies = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                bodies.append((self.path, json.loads(self.rfile.read(n))))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/hook" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+IDLE_JOB = """apiVersion: trainyard.dev/v1
+kind: Job
+metadata:
+  name: {name}
+  labels: {{trainyard.dev/sim-gpu-profile: {profile}}}
+spec:
+  template:
+    command: [sleep, "60"]
+    resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+class Alerts(unittest.TestCase):
+    def wait_for(self, what, fn, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            v = fn()
+            if v:
+                return v
+            time.sleep(0.1)
+        self.fail("timed out waiting for " + what)
+
+    def test_idle_gpu_alert_reaches_cli_events_metrics_and_webhook_then_resolves(self):
+        hook = WebhookReceiver()
+        config = FAST + ("telemetry: {interval: 0.2}\n"
+                         "alerts:\n"
+                         "  idle: {idleFor: 1s, resolveAfter: 1s}\n"
+                         "  webhook: {url: \"%s\", timeoutSeconds: 2}\n" % hook.url)
+        s = harness.Server(config=config).start()
+        try:
+            idle = s.submit_file(write(s.state_dir, "idle.yaml", IDLE_JOB.format(name="sleepy", profile="idle")))
+            busy = s.submit_file(write(s.state_dir, "busy.yaml", IDLE_JOB.format(name="busy", profile="healthy")))
+            s.wait(idle, states=("running",))
+            s.wait(busy, states=("running",))
+
+            def idle_alerts():
+                items = json.loads(s.cli("alerts", "-o", "json").stdout)["items"]
+                return [a for a in items if a["rule"] == "job-gpu-idle"]
+            alerts = self.wait_for("the idle alert", idle_alerts)
+            self.assertEqual([a["subject"]["jobs"][0]["id"] for a in alerts], [idle])
+            a = alerts[0]
+            self.assertEqual((a["severity"], a["state"]), ("warning", "firing"))
+            self.assertIn("0.0% utilization, below 5% for 1s", a["summary"])
+            table = s.cli("alerts").stdout
+            self.assertIn("job-gpu-idle", table)
+            self.assertIn("job %d (sleepy)" % idle, table)
+
+            events = s.job(idle)["events"]
+            fired = [e for e in events if e["type"] == "Alert"]
+            self.assertEqual(len(fired), 1, events)
+            self.assertIn("job-gpu-idle", fired[0]["reason"])
+            self.assertFalse(any(e["type"] == "Alert" for e in s.job(busy)["events"]))
+            self.assertIn("job-gpu-idle", s.cli("show", str(idle)).stdout)
+
+            metrics = urllib.request.urlopen(s.url + "/metrics", timeout=10).read().decode()
+            self.assertIn('trainyard_alerts_firing{rule="job-gpu-idle",severity="warning"} 1', metrics)
+
+            posted = self.wait_for("the webhook POST", lambda: list(hook.bodies))
+            path, body = posted[0]
+            self.assertEqual(path, "/hook")
+            self.assertEqual(body["status"], "firing")
+            self.assertEqual(body["alerts"][0]["labels"]["alertname"], "job-gpu-idle")
+            self.assertEqual(body["alerts"][0]["labels"]["hpc_job"], str(idle))
+            self.assertEqual(body["alert"]["id"], a["id"])
+
+            # The job leaves the GPU: the alert resolves, in the events, the list and the webhook.
+            s.cli("cancel", str(idle))
+            s.wait(idle, states=("cancelled",))
+            self.wait_for("the resolution event", lambda: any(
+                e["type"] == "AlertResolved" for e in s.job(idle)["events"]))
+            self.assertEqual(idle_alerts(), [])
+            everything = json.loads(s.cli("alerts", "--all", "-o", "json").stdout)["items"]
+            self.assertIn(("job-gpu-idle", "resolved"), [(x["rule"], x["state"]) for x in everything])
+            self.wait_for("the resolved POST", lambda: any(
+                b["status"] == "resolved" for _, b in hook.bodies))
+            self.assertEqual(len([b for _, b in hook.bodies if b["status"] == "firing"]), 1)
+        finally:
+            s.stop()
+            hook.close()
+
+    def test_bad_alerts_config_is_refused_with_file_and_line(self):
+        for text, expect in [("alerts:\n  idle: {idleFor: soon}\n", "alerts.idle.idleFor must be a duration"),
+                             ("alerts:\n  bogus: 1\n", "unknown key 'alerts.bogus'"),
+                             ("alerts:\n  webhook: {url: ftp://x}\n", "alerts.webhook.url must be")]:
+            s = harness.Server(config=text)
+            with self.assertRaises(RuntimeError) as ctx:
+                s.start()
+            s.stop()
+            self.assertIn("config.yaml:", str(ctx.exception))
+            self.assertIn(expect, str(ctx.exception))
+
+
+class Doctor(unittest.TestCase):
+    def test_doctor_reads_the_jobs_step_metrics_and_says_what_to_change(self):
+        s = harness.Server(config=FAST).start()
+        try:
+            # 60 steps that wait on data for half of each step, in fp32 on an H100.
+            line = ('{"time": 1748779212.5, "step": %d, "samples": 32, "loss": 0.5, '
+                    '"data_wait_s": 0.05, "step_time_s": 0.1, "dtype": "float32"}')
+            script = ("for i in $(seq 1 60); do printf '%s\\n' $i >> $TRAINYARD_METRICS_FILE; "
+                      "done" % line)
+            starved = s.run("--gpus", "1", "--name", "starved", "--", "sh", "-c", script)
+            self.assertEqual(s.wait(starved)["state"], "succeeded")
+            d = json.loads(s.cli("doctor", str(starved), "-o", "json").stdout)
+            rules = [f["rule"] for f in d["findings"]]
+            self.assertIn("input-bound", rules, d)
+            self.assertIn("fp32-on-tensor-cores", rules, d)
+            text = s.cli("doctor", str(starved)).stdout
+            self.assertIn("input-bound", text)
+            self.assertIn("num_workers", text)
+            # A job that reported nothing yet gets no diagnosis, only "not enough data".
+            quiet = s.run("--gpus", "1", "--name", "quiet", "--", "true")
+            s.wait(quiet)
+            d = json.loads(s.cli("doctor", str(quiet), "-o", "json").stdout)
+            self.assertEqual(d["findings"], [], d)
+            self.assertIn("not enough data", d["verdict"])
+            missing = s.cli("doctor", "99999", check=False)
+            self.assertEqual(missing.returncode, 3, missing.stderr)
         finally:
             s.stop()
 

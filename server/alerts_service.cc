@@ -1,0 +1,149 @@
+#include "server/alerts_service.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+// RFC 3339 in UTC with milliseconds, like every time the API shows.
+std::string api_time(int64_t ms) {
+  const util::Time t{std::chrono::milliseconds(ms)};
+  const std::string whole = util::format_time(t);  // "...:08Z"
+  const int64_t frac = ((ms % 1000) + 1000) % 1000;
+  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), frac);
+}
+
+std::vector<telemetry::AlertObservation> observations(const std::vector<AttributedSample>& round) {
+  std::vector<telemetry::AlertObservation> out;
+  out.reserve(round.size());
+  for (const auto& a : round) {
+    telemetry::AlertObservation o{.sample = a.sample, .process_job = a.process_job};
+    for (const auto& j : a.jobs) o.jobs.push_back({.id = j.id, .name = j.name, .team = j.team});
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json alert_json(const telemetry::Alert& a) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& j : a.subject.jobs)
+    jobs.push_back({{"id", j.id}, {"name", j.name}, {"team", j.team}});
+  nlohmann::json gpu = nullptr;
+  if (!a.subject.gpu_uuid.empty())
+    gpu = {{"uuid", a.subject.gpu_uuid},
+           {"index", a.subject.gpu_index},
+           {"model", a.subject.gpu_model}};
+  return {{"id", a.id},
+          {"rule", a.rule},
+          {"severity", a.severity},
+          {"state", a.firing() ? "firing" : "resolved"},
+          {"subject", {{"gpu", gpu}, {"jobs", jobs}, {"team", a.subject.team}}},
+          {"summary", a.summary},
+          {"resolution", a.firing() ? nlohmann::json(nullptr) : nlohmann::json(a.resolution)},
+          {"startedAt", api_time(a.started_ms)},
+          {"resolvedAt", a.resolved_ms ? nlohmann::json(api_time(*a.resolved_ms)) : nullptr}};
+}
+
+nlohmann::json webhook_json(const telemetry::Alert& a) {
+  const std::string status = a.firing() ? "firing" : "resolved";
+  nlohmann::json labels = {{"alertname", a.rule}, {"severity", a.severity}};
+  // Label names as dcgm-exporter's (gpu, UUID, modelName, hpc_job), so routes match both.
+  if (!a.subject.gpu_uuid.empty()) {
+    labels["gpu"] = std::to_string(a.subject.gpu_index);
+    labels["UUID"] = a.subject.gpu_uuid;
+    labels["modelName"] = a.subject.gpu_model;
+  }
+  if (!a.subject.jobs.empty()) {
+    labels["hpc_job"] = std::to_string(a.subject.jobs.front().id);
+    labels["job_name"] = a.subject.jobs.front().name;
+  }
+  if (!a.subject.team.empty()) labels["team"] = a.subject.team;
+  nlohmann::json annotations = {{"summary", a.summary}};
+  if (!a.firing()) annotations["resolution"] = a.resolution;
+  const nlohmann::json one = {
+      {"status", status},
+      {"labels", labels},
+      {"annotations", annotations},
+      {"startsAt", api_time(a.started_ms)},
+      // Alertmanager's "no end yet" is the zero time.
+      {"endsAt", a.resolved_ms ? api_time(*a.resolved_ms) : "0001-01-01T00:00:00Z"},
+      {"fingerprint", fmt::format("{:016x}", a.id)}};
+  return {{"version", "4"},
+          {"status", status},
+          {"receiver", "trainyard"},
+          {"groupKey", fmt::format("trainyard/{}", a.id)},
+          {"groupLabels", {{"alertname", a.rule}}},
+          {"commonLabels", labels},
+          {"commonAnnotations", annotations},
+          {"alerts", nlohmann::json::array({one})},
+          {"alert", alert_json(a)}};
+}
+
+AlertService::AlertService(AlertsConfig config, Sink sink)
+    : config_(std::move(config)), sink_(std::move(sink)), engine_(config_.rules) {
+  if (!config_.webhook.url.empty()) webhook_ = std::make_unique<WebhookSender>(config_.webhook);
+}
+
+void AlertService::on_round(int64_t now_ms, const std::vector<AttributedSample>& round) {
+  const auto obs = observations(round);
+  std::vector<telemetry::AlertTransition> transitions;
+  {
+    std::lock_guard lock(mu_);
+    transitions = engine_.evaluate(now_ms, obs);
+    for (const auto& t : transitions)
+      if (!t.alert.firing()) resolved_.push_back(t.alert);
+    while (static_cast<int>(resolved_.size()) > config_.keep_resolved) resolved_.pop_front();
+  }
+  publish(transitions);
+}
+
+void AlertService::on_team_spend(int64_t now_ms, const std::string& team, double spent,
+                                 double budget) {
+  std::vector<telemetry::AlertTransition> transitions;
+  {
+    std::lock_guard lock(mu_);
+    transitions = engine_.evaluate_budget(now_ms, team, spent, budget);
+    for (const auto& t : transitions)
+      if (!t.alert.firing()) resolved_.push_back(t.alert);
+    while (static_cast<int>(resolved_.size()) > config_.keep_resolved) resolved_.pop_front();
+  }
+  publish(transitions);
+}
+
+void AlertService::publish(const std::vector<telemetry::AlertTransition>& transitions) {
+  if (transitions.empty()) return;
+  for (const auto& t : transitions) {
+    const auto& a = t.alert;
+    if (a.firing()) {
+      TY_LOG_WARN("alert {} firing: [{}] {}: {}", a.id, a.severity, a.rule, a.summary);
+    } else {
+      TY_LOG_INFO("alert {} resolved: {}: {}", a.id, a.rule, a.resolution);
+    }
+    if (webhook_) webhook_->enqueue(webhook_json(a).dump());
+  }
+  if (sink_) sink_(transitions);
+}
+
+std::vector<telemetry::Alert> AlertService::alerts(bool include_resolved) const {
+  std::lock_guard lock(mu_);
+  std::vector<telemetry::Alert> out = engine_.firing();
+  std::reverse(out.begin(), out.end());
+  if (include_resolved) out.insert(out.end(), resolved_.rbegin(), resolved_.rend());
+  return out;
+}
+
+std::map<std::pair<std::string, std::string>, int64_t> AlertService::firing_counts() const {
+  std::map<std::pair<std::string, std::string>, int64_t> out;
+  for (const auto& key : telemetry::alert_rule_severities()) out[key] = 0;
+  std::lock_guard lock(mu_);
+  for (const auto& a : engine_.firing()) out[{a.rule, a.severity}] += 1;
+  return out;
+}
+
+}  // namespace trainyard::server

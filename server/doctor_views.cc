@@ -1,0 +1,66 @@
+// GET /api/v1/jobs/{id}/doctor: the job doctor (telemetry/doctor.h) run on what the server
+// knows of a job: its GPU samples over its life (stored minutes, then recent raw samples) and
+// the step metrics its workers reported (rank 0's metrics file of every attempt).
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "exec/executor.h"
+#include "model/job_manifest.h"
+#include "server/control_plane.h"
+#include "telemetry/doctor.h"
+
+namespace trainyard::server {
+
+util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Principal& who) {
+  TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
+  if (!who.may_access_team(rec.team))
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
+                                    id.value(), rec.team, who.team));
+  telemetry::JobTelemetry t;
+  t.job_id = std::to_string(id.value());
+  if (auto m = model::parse_job_manifest(rec.manifest_json, "store"); m.is_ok()) {
+    const auto& w = m->spec.worker;
+    t.gpus = w.gpus * m->spec.workers;
+    t.mig = !w.mig_profile.empty();
+    if (m->spec.allowed_gpu_models.size() == 1) t.accelerator_model = m->spec.allowed_gpu_models[0];
+  }
+  // Without samples (a short job) the model still follows from the machine when its GPUs are
+  // all of one model, so rules that need only the model and step metrics can speak.
+  if (t.accelerator_model.empty() && t.gpus > 0) {
+    for (const auto& n : nodes_) {
+      if (n.node.gpu_count == 0) continue;
+      if (t.accelerator_model.empty()) {
+        t.accelerator_model = n.node.gpu_model;
+      } else if (t.accelerator_model != n.node.gpu_model) {
+        t.accelerator_model.clear();
+        break;
+      }
+    }
+  }
+  TY_ASSIGN_OR_RETURN(t.samples, job_samples(id));
+  std::vector<std::string> notes;
+  for (int attempt = 1; attempt <= rec.attempt; ++attempt) {
+    const auto file = run_dir(id, attempt, 0) / exec::kMetricsFile;
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) continue;
+    auto steps = telemetry::read_step_metrics_file(file.string());
+    if (!steps.is_ok()) {
+      // A job's own bad line must not hide the GPU evidence: diagnose without it and say so.
+      notes.push_back(
+          fmt::format("attempt {}: step metrics not used: {}", attempt, steps.status().message()));
+      continue;
+    }
+    t.steps.insert(t.steps.end(), steps->begin(), steps->end());
+  }
+  const telemetry::Diagnosis d = telemetry::diagnose(t);
+  nlohmann::json out = telemetry::to_json(d);
+  out["name"] = rec.name;
+  out["team"] = rec.team;
+  out["state"] = std::string(model::job_state_name(rec.state));
+  if (!notes.empty()) out["notes"] = notes;
+  return out;
+}
+
+}  // namespace trainyard::server

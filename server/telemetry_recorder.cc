@@ -1,0 +1,327 @@
+#include "server/telemetry_recorder.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "exec/checkpoint_reader.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+constexpr int64_t kMinuteMs = 60'000;
+// Step metrics change slowly and live in files: reading them every sample would be waste.
+constexpr int64_t kDataWaitRefreshMs = 10'000;
+
+int64_t to_ms(util::Time t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+util::Time from_ms(int64_t ms) {
+  return util::Time(std::chrono::milliseconds(ms));
+}
+
+std::optional<double> as_double(std::optional<uint64_t> v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+bool same_load(const telemetry::SyntheticLoad& a, const telemetry::SyntheticLoad& b) {
+  return a.job_id == b.job_id && a.profile == b.profile && a.start_ms == b.start_ms &&
+         a.pids == b.pids && a.data_wait_fraction == b.data_wait_fraction;
+}
+
+// The share of a step spent waiting for input, from the job's last metrics line.
+std::optional<double> data_wait_fraction(const std::string& metrics_file) {
+  const auto tail = exec::read_metrics_tail(metrics_file);
+  if (!tail || !tail->last.is_object()) return std::nullopt;
+  const auto& last = tail->last;
+  if (!last.contains("data_wait_s") || !last.contains("step_time_s") ||
+      !last["data_wait_s"].is_number() || !last["step_time_s"].is_number())
+    return std::nullopt;
+  const double step = last["step_time_s"].get<double>();
+  const double wait = last["data_wait_s"].get<double>();
+  if (!(step > 0) || !(wait >= 0)) return std::nullopt;
+  return std::min(1.0, wait / step);
+}
+
+}  // namespace
+
+std::optional<int> session_of_pid(int pid) {
+  if (pid <= 0) return std::nullopt;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return std::nullopt;
+  // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  long ppid = 0, pgrp = 0, session = 0;
+  if (!(rest >> state >> ppid >> pgrp >> session) || session <= 0) return std::nullopt;
+  return static_cast<int>(session);
+}
+
+void TelemetryRecorder::Average::add(std::optional<double> v) {
+  if (!v) return;
+  sum += *v;
+  n += 1;
+  max = max ? std::max(*max, *v) : *v;
+}
+
+std::optional<double> TelemetryRecorder::Average::mean() const {
+  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
+void TelemetryRecorder::MinuteAccumulator::add(const telemetry::GpuSample& s) {
+  samples += 1;
+  util.add(s.gpu_util_percent);
+  mem_util.add(s.mem_util_percent);
+  sm_active.add(s.sm_active_percent);
+  mem_used.add(as_double(s.memory_used_bytes));
+  temp.add(s.temperature_c);
+  power.add(s.power_w);
+  sm_clock.add(s.sm_clock_mhz);
+  if (s.memory_total_bytes) mem_total = static_cast<int64_t>(*s.memory_total_bytes);
+  if (s.throttle_reasons)
+    throttle_or = throttle_or.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
+  if (s.ecc_uncorrected_volatile)
+    ecc_uncorrected_max = std::max(ecc_uncorrected_max.value_or(0),
+                                   static_cast<int64_t>(*s.ecc_uncorrected_volatile));
+  if (s.last_xid) xid_last = *s.last_xid;
+}
+
+TelemetryRecorder::TelemetryRecorder(telemetry::GpuSampler& sampler, const util::Clock& clock,
+                                     TelemetryRecorderOptions options)
+    : sampler_(sampler), clock_(clock), options_(std::move(options)) {}
+
+TelemetryRecorder::~TelemetryRecorder() {
+  stop();
+}
+
+void TelemetryRecorder::start() {
+  std::lock_guard thread_lock(thread_mu_);
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = false;
+  }
+  thread_ = std::thread([this] {
+    std::string last_error;
+    for (;;) {
+      const util::Status st = record_once(to_ms(clock_.now()));
+      // A failing sampler fails every interval: say so once per distinct reason, not per second.
+      if (!st.is_ok() && st.message() != last_error) TY_LOG_WARN("telemetry: {}", st.message());
+      last_error = st.is_ok() ? "" : st.message();
+      std::unique_lock lock(mu_);
+      // Waiting on a condition variable needs a duration, not a date (see ControlPlane).
+      cv_.wait_for(lock, options_.interval, [&] { return stopping_; });
+      if (stopping_) return;
+    }
+  });
+}
+
+void TelemetryRecorder::stop() {
+  std::lock_guard thread_lock(thread_mu_);
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  if (auto st = flush(); !st.is_ok()) TY_LOG_WARN("telemetry: {}", st.message());
+}
+
+AttributedSample TelemetryRecorder::attribute(telemetry::GpuSample s,
+                                              const std::set<std::string>& sampled) const {
+  AttributedSample a;
+  if (auto it = placements_.by_device.find(s.uuid); it != placements_.by_device.end())
+    a.jobs = it->second;
+  for (const auto& [mig, parent] : placements_.parent_of) {
+    if (parent != s.uuid || sampled.contains(mig)) continue;
+    auto it = placements_.by_device.find(mig);
+    if (it == placements_.by_device.end()) continue;
+    for (const auto& j : it->second)
+      if (std::find(a.jobs.begin(), a.jobs.end(), j) == a.jobs.end()) a.jobs.push_back(j);
+  }
+  for (const auto& p : s.processes) {
+    const auto session = options_.session_of ? options_.session_of(p.pid) : std::nullopt;
+    if (!session) continue;
+    auto it = placements_.by_session.find(*session);
+    if (it == placements_.by_session.end()) continue;
+    a.process_job[p.pid] = it->second.id;
+    // A process of a job not placed here (it ignored CUDA_VISIBLE_DEVICES) still uses the GPU.
+    if (std::find(a.jobs.begin(), a.jobs.end(), it->second) == a.jobs.end())
+      a.jobs.push_back(it->second);
+  }
+  a.sample = std::move(s);
+  return a;
+}
+
+util::Status TelemetryRecorder::record_once(int64_t now_ms) {
+  auto samples = sampler_.sample(now_ms);
+  if (!samples.is_ok()) return samples.status();
+  std::vector<store::TelemetryMinute> closed;
+  std::vector<AttributedSample> round;
+  bool refresh = false;
+  {
+    std::lock_guard lock(mu_);
+    const int64_t minute = now_ms - ((now_ms % kMinuteMs) + kMinuteMs) % kMinuteMs;
+    if (open_minute_ms_ >= 0 && minute != open_minute_ms_) closed = close_minute();
+    open_minute_ms_ = minute;
+    order_.clear();
+    std::set<std::string> sampled;
+    for (const auto& s : *samples) sampled.insert(s.uuid);
+    for (auto& s : *samples) {
+      AttributedSample a = attribute(std::move(s), sampled);
+      const std::string uuid = a.sample.uuid;
+      order_.push_back(uuid);
+      if (a.jobs.empty()) open_[{uuid, 0}].add(a.sample);
+      for (const auto& j : a.jobs) open_[{uuid, j.id}].add(a.sample);
+      if (options_.on_round) round.push_back(a);
+      auto& ring = ring_[uuid];
+      ring.push_back(std::move(a));
+      while (static_cast<int>(ring.size()) > options_.ring_samples) ring.pop_front();
+    }
+    if (now_ms >= next_data_wait_ms_) {
+      next_data_wait_ms_ = now_ms + kDataWaitRefreshMs;
+      refresh = !placements_.metrics_files.empty();
+    }
+  }
+  if (refresh) refresh_data_wait();
+  if (options_.on_round) options_.on_round(now_ms, round);
+  if (closed.empty()) return util::Status::ok();
+  return write(std::move(closed), now_ms);
+}
+
+std::vector<store::TelemetryMinute> TelemetryRecorder::close_minute() {
+  std::vector<store::TelemetryMinute> rows;
+  for (const auto& [key, acc] : open_) {
+    store::TelemetryMinute m;
+    m.device_uuid = key.first;
+    if (key.second > 0) m.job = util::JobId(key.second);
+    m.minute = from_ms(open_minute_ms_);
+    m.samples = acc.samples;
+    m.gpu_util_avg = acc.util.mean();
+    m.gpu_util_max = acc.util.max;
+    m.mem_util_avg = acc.mem_util.mean();
+    m.sm_active_avg = acc.sm_active.mean();
+    m.mem_used_avg = acc.mem_used.mean();
+    if (acc.mem_used.max) m.mem_used_max = static_cast<int64_t>(*acc.mem_used.max);
+    m.mem_total = acc.mem_total;
+    m.temp_avg = acc.temp.mean();
+    m.temp_max = acc.temp.max;
+    m.power_avg = acc.power.mean();
+    m.power_max = acc.power.max;
+    m.sm_clock_avg = acc.sm_clock.mean();
+    m.throttle_or = acc.throttle_or;
+    m.ecc_uncorrected_max = acc.ecc_uncorrected_max;
+    m.xid_last = acc.xid_last;
+    rows.push_back(std::move(m));
+  }
+  open_.clear();
+  return rows;
+}
+
+util::Status TelemetryRecorder::write(std::vector<store::TelemetryMinute> rows, int64_t now_ms) {
+  if (!options_.sink || rows.empty()) return util::Status::ok();
+  const util::Time prune_before =
+      from_ms(now_ms) - std::chrono::hours(24) * options_.retention_days;
+  return options_.sink(rows, prune_before);
+}
+
+util::Status TelemetryRecorder::flush() {
+  std::vector<store::TelemetryMinute> rows;
+  {
+    std::lock_guard lock(mu_);
+    rows = close_minute();
+  }
+  return write(std::move(rows), to_ms(clock_.now()));
+}
+
+void TelemetryRecorder::apply_load(const std::string& uuid,
+                                   const std::optional<telemetry::SyntheticLoad>& load) {
+  sampler_.set_synthetic_load(uuid, load);
+}
+
+void TelemetryRecorder::set_placements(TelemetryPlacements placements) {
+  std::lock_guard lock(mu_);
+  placements_ = std::move(placements);
+  for (auto it = applied_loads_.begin(); it != applied_loads_.end();) {
+    auto now = placements_.loads.find(it->first);
+    if (now != placements_.loads.end() && now->second.job_id == it->second.job_id) {
+      ++it;
+      continue;
+    }
+    data_wait_.erase(it->first);  // the job left the device: its input stalls went with it
+    if (now != placements_.loads.end()) {
+      ++it;  // another job took the device; its load is set below
+      continue;
+    }
+    apply_load(it->first, std::nullopt);
+    it = applied_loads_.erase(it);
+  }
+  for (auto& [uuid, load] : placements_.loads) {
+    if (auto dw = data_wait_.find(uuid); dw != data_wait_.end())
+      load.data_wait_fraction = dw->second;
+    auto applied = applied_loads_.find(uuid);
+    if (applied != applied_loads_.end() && same_load(applied->second, load)) continue;
+    apply_load(uuid, load);
+    applied_loads_[uuid] = load;
+  }
+}
+
+void TelemetryRecorder::refresh_data_wait() {
+  std::map<std::string, std::string> files;
+  {
+    std::lock_guard lock(mu_);
+    files = placements_.metrics_files;
+  }
+  std::map<std::string, double> found;
+  for (const auto& [uuid, file] : files) {
+    if (auto f = data_wait_fraction(file)) found[uuid] = *f;
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [uuid, fraction] : found) {
+    data_wait_[uuid] = fraction;
+    auto load = placements_.loads.find(uuid);
+    if (load == placements_.loads.end()) continue;
+    load->second.data_wait_fraction = fraction;
+    auto applied = applied_loads_.find(uuid);
+    if (applied != applied_loads_.end() && same_load(applied->second, load->second)) continue;
+    apply_load(uuid, load->second);
+    applied_loads_[uuid] = load->second;
+  }
+}
+
+std::vector<AttributedSample> TelemetryRecorder::latest() const {
+  std::lock_guard lock(mu_);
+  std::vector<AttributedSample> out;
+  for (const auto& uuid : order_) {
+    auto it = ring_.find(uuid);
+    if (it != ring_.end() && !it->second.empty()) out.push_back(it->second.back());
+  }
+  return out;
+}
+
+std::vector<telemetry::GpuSample> TelemetryRecorder::recent_for_job(int64_t job,
+                                                                    int64_t since_ms) const {
+  std::vector<telemetry::GpuSample> out;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [uuid, ring] : ring_) {
+      for (const auto& a : ring) {
+        if (a.sample.time_ms < since_ms) continue;
+        const bool mine =
+            std::any_of(a.jobs.begin(), a.jobs.end(), [&](const JobRef& j) { return j.id == job; });
+        if (mine) out.push_back(a.sample);
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+  return out;
+}
+
+}  // namespace trainyard::server

@@ -1,0 +1,382 @@
+// ControlPlane's telemetry: who runs on which device (for the recorder), the GPU and job views of
+// the API, the job's samples for the doctor, and the /metrics exposition.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "exec/executor.h"
+#include "model/accelerator.h"
+#include "server/control_plane.h"
+
+namespace trainyard::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kProfileLabel = "trainyard.dev/sim-gpu-profile";
+constexpr int64_t kMinuteMs = 60'000;
+constexpr model::JobState kStates[] = {model::JobState::Pending,    model::JobState::Admitted,
+                                       model::JobState::Placed,     model::JobState::Running,
+                                       model::JobState::Preempting, model::JobState::Succeeded,
+                                       model::JobState::Failed,     model::JobState::Cancelled};
+
+int64_t to_ms(util::Time t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+std::string api_time_ms(int64_t ms) {
+  const util::Time t = util::Time(std::chrono::milliseconds(ms));
+  const std::string whole = util::format_time(t);  // "...:08Z"
+  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ((ms % 1000) + 1000) % 1000);
+}
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// The measurements of a sample; identity fields are added by the callers that need them.
+json measurements_json(const telemetry::GpuSample& s) {
+  return {{"time", api_time_ms(s.time_ms)},
+          {"gpuUtilPercent", opt(s.gpu_util_percent)},
+          {"memUtilPercent", opt(s.mem_util_percent)},
+          {"smActivePercent", opt(s.sm_active_percent)},
+          {"memoryUsedBytes", opt(s.memory_used_bytes)},
+          {"memoryTotalBytes", opt(s.memory_total_bytes)},
+          {"temperatureC", opt(s.temperature_c)},
+          {"slowdownTemperatureC", opt(s.slowdown_temperature_c)},
+          {"powerW", opt(s.power_w)},
+          {"powerLimitW", opt(s.power_limit_w)},
+          {"smClockMHz", opt(s.sm_clock_mhz)},
+          {"memClockMHz", opt(s.mem_clock_mhz)},
+          {"throttleReasons", opt(s.throttle_reasons)},
+          {"eccCorrectedVolatile", opt(s.ecc_corrected_volatile)},
+          {"eccUncorrectedVolatile", opt(s.ecc_uncorrected_volatile)},
+          {"lastXid", opt(s.last_xid)},
+          {"xidCount", opt(s.xid_count)},
+          {"pcieTxBytesPerSecond", opt(s.pcie_tx_bytes_per_s)},
+          {"pcieRxBytesPerSecond", opt(s.pcie_rx_bytes_per_s)},
+          {"nvlinkTxBytesPerSecond", opt(s.nvlink_tx_bytes_per_s)},
+          {"nvlinkRxBytesPerSecond", opt(s.nvlink_rx_bytes_per_s)}};
+}
+
+json minute_json(const store::TelemetryMinute& m) {
+  return {{"device", m.device_uuid},
+          {"minute", api_time_ms(to_ms(m.minute))},
+          {"samples", m.samples},
+          {"gpuUtilAvg", opt(m.gpu_util_avg)},
+          {"gpuUtilMax", opt(m.gpu_util_max)},
+          {"memUtilAvg", opt(m.mem_util_avg)},
+          {"smActiveAvg", opt(m.sm_active_avg)},
+          {"memoryUsedAvgBytes", opt(m.mem_used_avg)},
+          {"memoryUsedMaxBytes", opt(m.mem_used_max)},
+          {"memoryTotalBytes", opt(m.mem_total)},
+          {"temperatureAvgC", opt(m.temp_avg)},
+          {"temperatureMaxC", opt(m.temp_max)},
+          {"powerAvgW", opt(m.power_avg)},
+          {"powerMaxW", opt(m.power_max)},
+          {"smClockAvgMHz", opt(m.sm_clock_avg)},
+          {"throttleReasons", opt(m.throttle_or)},
+          {"eccUncorrectedMax", opt(m.ecc_uncorrected_max)},
+          {"lastXid", opt(m.xid_last)}};
+}
+
+// Weighted values: a stored minute weighs as many samples as it summarizes.
+struct Weighted {
+  std::vector<std::pair<double, double>> points;  // value, weight
+  void add(std::optional<double> v, double w) {
+    if (v && w > 0) points.emplace_back(*v, w);
+  }
+  std::optional<double> mean() const {
+    double sum = 0, weight = 0;
+    for (const auto& [v, w] : points) sum += v * w, weight += w;
+    return weight > 0 ? std::optional<double>(sum / weight) : std::nullopt;
+  }
+  std::optional<double> percentile(double p) {
+    if (points.empty()) return std::nullopt;
+    std::sort(points.begin(), points.end());
+    double total = 0;
+    for (const auto& pt : points) total += pt.second;
+    double seen = 0;
+    for (const auto& [v, w] : points) {
+      seen += w;
+      if (seen >= p * total) return v;
+    }
+    return points.back().first;
+  }
+};
+
+std::optional<double> max_of(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::max(*a, *b);
+}
+
+std::optional<double> as_double(std::optional<uint64_t> v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+std::optional<double> as_double(std::optional<int64_t> v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+}  // namespace
+
+TelemetryPlacements ControlPlane::telemetry_placements() const {
+  TelemetryPlacements p;
+  for (const auto& [id, job] : active_) {
+    if (job.workers.empty()) continue;
+    const JobRef ref{.id = id.value(), .name = job.rec.name, .team = job.rec.team};
+    for (const auto& w : job.workers)
+      if (w.ref.pid > 0 && !w.finished) p.by_session[w.ref.pid] = ref;
+    auto profile = job.manifest.labels.find(kProfileLabel);
+    for (const auto& a : job.placement) {
+      const std::string uuid = device_uuid(a);
+      if (uuid.empty()) continue;
+      auto& jobs = p.by_device[uuid];
+      if (std::find(jobs.begin(), jobs.end(), ref) == jobs.end()) jobs.push_back(ref);
+      if (a.mig_profile >= 0) p.parent_of[uuid] = nodes_[a.node_idx].gpus[a.gpu_idx].uuid;
+      if (p.loads.contains(uuid)) continue;  // a shared GPU runs the first job's load
+      telemetry::SyntheticLoad load{
+          .job_id = std::to_string(id.value()),
+          .profile = profile != job.manifest.labels.end() ? profile->second : "healthy",
+          .start_ms = to_ms(job.rec.started)};
+      for (const auto& w : job.workers)
+        if (w.rank == a.worker && w.ref.pid > 0 && !w.finished) load.pids.push_back(w.ref.pid);
+      p.loads[uuid] = std::move(load);
+      p.metrics_files[uuid] =
+          (run_dir(id, job.rec.attempt, a.worker) / exec::kMetricsFile).string();
+    }
+  }
+  return p;
+}
+
+json ControlPlane::gpus(const Principal& who) const {
+  json items = json::array();
+  if (recorder_) {
+    for (const auto& a : recorder_->latest()) {
+      const auto& s = a.sample;
+      json d = {{"index", s.index},
+                {"uuid", s.uuid},
+                {"name", s.name},
+                {"model", s.model},
+                {"pciBusId", s.pci_bus_id},
+                {"mig", s.is_mig},
+                {"migProfile", s.mig_profile},
+                {"gpuInstanceId", opt(s.gpu_instance_id)}};
+      d.update(measurements_json(s));
+      json jobs = json::array();
+      for (const auto& j : a.jobs) {
+        json e = {{"id", j.id}, {"team", j.team}};
+        // Job names are a team's own business; ids and teams are public like in `nodes`.
+        e["name"] = who.may_access_team(j.team) ? json(j.name) : json(nullptr);
+        jobs.push_back(std::move(e));
+      }
+      d["jobs"] = std::move(jobs);
+      json procs = json::array();
+      for (const auto& p : s.processes) {
+        auto pj = a.process_job.find(p.pid);
+        procs.push_back({{"pid", p.pid},
+                         {"memoryBytes", opt(p.memory_bytes)},
+                         {"smUtilPercent", opt(p.sm_util_percent)},
+                         {"job", pj != a.process_job.end() ? json(pj->second) : json(nullptr)}});
+      }
+      d["processes"] = std::move(procs);
+      items.push_back(std::move(d));
+    }
+  }
+  return {{"items", std::move(items)},
+          {"intervalSeconds",
+           recorder_ ? json(util::to_seconds(recorder_->interval())) : json(nullptr)}};
+}
+
+util::Result<ControlPlane::JobSeries> ControlPlane::job_series(util::JobId id) {
+  TY_RETURN_IF_ERROR(load_record(id).status());  // NotFound for a job that does not exist
+  JobSeries series;
+  {
+    std::lock_guard lock(reader_mu_);
+    TY_ASSIGN_OR_RETURN(series.minutes, reader_->job_telemetry(id));
+  }
+  int64_t since_ms = 0;
+  for (const auto& m : series.minutes) since_ms = std::max(since_ms, to_ms(m.minute) + kMinuteMs);
+  if (recorder_) series.recent = recorder_->recent_for_job(id.value(), since_ms);
+  return series;
+}
+
+util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::JobId id) {
+  TY_ASSIGN_OR_RETURN(JobSeries series, job_series(id));
+  std::map<std::string, telemetry::GpuSample> identity;
+  if (recorder_)
+    for (auto& a : recorder_->latest()) identity[a.sample.uuid] = std::move(a.sample);
+  std::vector<telemetry::GpuSample> out;
+  for (const auto& m : series.minutes) {
+    telemetry::GpuSample s;
+    if (auto it = identity.find(m.device_uuid); it != identity.end()) {
+      s.index = it->second.index;
+      s.name = it->second.name;
+      s.model = it->second.model;
+      s.pci_bus_id = it->second.pci_bus_id;
+      s.is_mig = it->second.is_mig;
+      s.gpu_instance_id = it->second.gpu_instance_id;
+      s.mig_profile = it->second.mig_profile;
+    }
+    s.time_ms = to_ms(m.minute);
+    s.uuid = m.device_uuid;
+    s.gpu_util_percent = m.gpu_util_avg;
+    s.mem_util_percent = m.mem_util_avg;
+    s.sm_active_percent = m.sm_active_avg;
+    if (m.mem_used_avg) s.memory_used_bytes = static_cast<uint64_t>(*m.mem_used_avg);
+    if (m.mem_total) s.memory_total_bytes = static_cast<uint64_t>(*m.mem_total);
+    s.temperature_c = m.temp_avg;
+    s.power_w = m.power_avg;
+    s.sm_clock_mhz = m.sm_clock_avg;
+    if (m.throttle_or) s.throttle_reasons = static_cast<uint64_t>(*m.throttle_or);
+    if (m.ecc_uncorrected_max)
+      s.ecc_uncorrected_volatile = static_cast<uint64_t>(*m.ecc_uncorrected_max);
+    if (m.xid_last) s.last_xid = static_cast<int>(*m.xid_last);
+    out.push_back(std::move(s));
+  }
+  for (auto& s : series.recent) out.push_back(std::move(s));
+  return out;
+}
+
+json ControlPlane::utilization_summary(const JobSeries& series) const {
+  Weighted util, power, sm_active;
+  std::optional<double> util_max, mem_max, mem_total, temp_max;
+  std::optional<int64_t> throttle, xid;
+  std::set<std::string> devices;
+  int64_t samples = 0, first_ms = -1, last_ms = -1;
+  auto span = [&](int64_t ms) {
+    first_ms = first_ms < 0 ? ms : std::min(first_ms, ms);
+    last_ms = std::max(last_ms, ms);
+  };
+  for (const auto& m : series.minutes) {
+    const double w = static_cast<double>(m.samples);
+    samples += m.samples;
+    devices.insert(m.device_uuid);
+    span(to_ms(m.minute));
+    util.add(m.gpu_util_avg, w);
+    power.add(m.power_avg, w);
+    sm_active.add(m.sm_active_avg, w);
+    util_max = max_of(util_max, m.gpu_util_max);
+    mem_max = max_of(mem_max, as_double(m.mem_used_max));
+    mem_total = max_of(mem_total, as_double(m.mem_total));
+    temp_max = max_of(temp_max, m.temp_max);
+    if (m.throttle_or) throttle = throttle.value_or(0) | *m.throttle_or;
+    if (m.xid_last) xid = m.xid_last;
+  }
+  for (const auto& s : series.recent) {
+    samples += 1;
+    devices.insert(s.uuid);
+    span(s.time_ms);
+    util.add(s.gpu_util_percent, 1);
+    power.add(s.power_w, 1);
+    sm_active.add(s.sm_active_percent, 1);
+    util_max = max_of(util_max, s.gpu_util_percent);
+    mem_max = max_of(mem_max, as_double(s.memory_used_bytes));
+    mem_total = max_of(mem_total, as_double(s.memory_total_bytes));
+    temp_max = max_of(temp_max, s.temperature_c);
+    if (s.throttle_reasons)
+      throttle = throttle.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
+    if (s.last_xid) xid = *s.last_xid;
+  }
+  json j = {{"samples", samples},
+            {"devices", static_cast<int64_t>(devices.size())},
+            {"from", first_ms < 0 ? json(nullptr) : json(api_time_ms(first_ms))},
+            {"to", last_ms < 0 ? json(nullptr) : json(api_time_ms(last_ms))},
+            {"gpuUtilAvg", opt(util.mean())},
+            {"gpuUtilP95", opt(util.percentile(0.95))},
+            {"gpuUtilMax", opt(util_max)},
+            {"smActiveAvg", opt(sm_active.mean())},
+            {"memoryUsedMaxBytes", opt(mem_max)},
+            {"memoryTotalBytes", opt(mem_total)},
+            {"temperatureMaxC", opt(temp_max)},
+            {"powerAvgW", opt(power.mean())},
+            {"throttleReasons", opt(throttle)},
+            {"lastXid", opt(xid)}};
+  return j;
+}
+
+util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
+                                               const Principal& who) {
+  TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
+  if (!who.may_access_team(rec.team))
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
+                                    id.value(), rec.team, who.team));
+  TY_ASSIGN_OR_RETURN(JobSeries series, job_series(id));
+  json minutes = json::array();
+  for (const auto& m : series.minutes) minutes.push_back(minute_json(m));
+  // The newest raw samples, also those already summarized in a stored minute.
+  std::vector<telemetry::GpuSample> raw;
+  if (recorder_) raw = recorder_->recent_for_job(id.value(), 0);
+  const size_t keep = std::min(raw.size(), static_cast<size_t>(std::max(0, max_samples)));
+  json samples = json::array();
+  for (size_t i = raw.size() - keep; i < raw.size(); ++i) {
+    json s = measurements_json(raw[i]);
+    s["device"] = raw[i].uuid;
+    samples.push_back(std::move(s));
+  }
+  return json{{"job", id.value()},
+              {"intervalSeconds",
+               recorder_ ? json(util::to_seconds(recorder_->interval())) : json(nullptr)},
+              {"summary", utilization_summary(series)},
+              {"minutes", std::move(minutes)},
+              {"samples", std::move(samples)}};
+}
+
+std::string ControlPlane::metrics_text() const {
+  ExpositionWriter w;
+  if (recorder_) {
+    // A device the sampler stopped answering for is left out rather than shown frozen.
+    const int64_t now_ms = to_ms(clock_.now());
+    const int64_t max_age_ms = std::max<int64_t>(
+        10'000,
+        5 * std::chrono::duration_cast<std::chrono::milliseconds>(recorder_->interval()).count());
+    std::vector<AttributedSample> fresh;
+    for (auto& a : recorder_->latest())
+      if (now_ms - a.sample.time_ms <= max_age_ms) fresh.push_back(std::move(a));
+    write_gpu_metrics(w, fresh, hostname_);
+  }
+  ClusterCounts counts;
+  for (auto state : kStates) counts.jobs_by_state[std::string(model::job_state_name(state))] = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& n : nodes_) {
+      if (n.node.gpu_count == 0) continue;
+      counts.gpus.push_back({.node = n.node.name,
+                             .model = n.node.gpu_model,
+                             .total = static_cast<double>(n.node.gpu_count)});
+    }
+    for (const auto& [id, job] : active_) {
+      counts.jobs_by_state[std::string(model::job_state_name(job.rec.state))] += 1;
+      for (const auto& a : job.placement) {
+        if (a.gpu_idx < 0) continue;
+        const LocalNode& node = nodes_[a.node_idx];
+        double share = a.milli / 1000.0;
+        if (a.mig_profile >= 0) {
+          // A MIG slice holds its share of the GPU's compute (of 7).
+          const auto* acc = model::find_accelerator(node.node.gpu_model);
+          share = acc != nullptr && a.mig_profile < static_cast<int>(acc->mig_profiles.size())
+                      ? acc->mig_profiles[a.mig_profile].compute_slices / 7.0
+                      : 0.0;
+        }
+        for (auto& p : counts.gpus)
+          if (p.node == node.node.name) p.allocated += share;
+      }
+    }
+  }
+  {
+    std::lock_guard lock(reader_mu_);
+    for (auto state : kStates) {
+      if (!model::is_terminal(state)) continue;
+      auto n = reader_->count_jobs({.state = state});
+      if (n.is_ok()) counts.jobs_by_state[std::string(model::job_state_name(state))] = *n;
+    }
+  }
+  if (alerts_) counts.alerts_firing = alerts_->firing_counts();
+  write_server_metrics(w, counts, metrics_);
+  return w.text();
+}
+
+}  // namespace trainyard::server

@@ -1,0 +1,126 @@
+// Reading a job's metrics file (docs/job-contract.md, "Metrics") into StepMetrics. Lenient where
+// the contract says so (unknown fields, null loss, a torn last line), precise everywhere else.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "telemetry/doctor.h"
+
+namespace trainyard::telemetry {
+namespace {
+
+using nlohmann::json;
+
+std::string type_of(const json& v) {
+  return v.type_name();
+}
+
+util::Status field_error(std::string_view field, std::string_view must, const json& got) {
+  return util::invalid_argument(fmt::format("`{}` must be {} (got {} {})", field, must,
+                                            type_of(got), got.dump().substr(0, 40)));
+}
+
+// A non-negative number, or an error naming the field.
+util::Status read_seconds(const json& obj, const char* field, std::optional<double>& out) {
+  auto it = obj.find(field);
+  if (it == obj.end() || it->is_null()) return util::Status::ok();
+  if (!it->is_number()) return field_error(field, "a number of seconds", *it);
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0) return field_error(field, "a finite number >= 0", *it);
+  out = v;
+  return util::Status::ok();
+}
+
+util::Status read_count(const json& obj, const char* field, std::optional<int64_t>& out) {
+  auto it = obj.find(field);
+  if (it == obj.end() || it->is_null()) return util::Status::ok();
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    if (v < 0) return field_error(field, "an integer >= 0", *it);
+    out = v;
+    return util::Status::ok();
+  }
+  // Python writers can emit 12.0 for a step count; accept whole numbers in range.
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (std::isfinite(v) && v >= 0 && v < 9.0e15 && std::floor(v) == v) {
+      out = static_cast<int64_t>(v);
+      return util::Status::ok();
+    }
+  }
+  return field_error(field, "an integer >= 0", *it);
+}
+
+}  // namespace
+
+util::Result<StepMetrics> parse_step_metrics_line(std::string_view line) {
+  const json obj = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded())
+    return util::invalid_argument("not a JSON object (cannot parse the line)");
+  if (!obj.is_object()) {
+    return util::invalid_argument(fmt::format("must be a JSON object, got {}", type_of(obj)));
+  }
+  StepMetrics m;
+  auto time = obj.find("time");
+  if (time == obj.end()) {
+    return util::invalid_argument("missing `time` (seconds since the Unix epoch, a number)");
+  }
+  if (!time->is_number()) return field_error("time", "seconds since the Unix epoch", *time);
+  const double t = time->get<double>();
+  // Refuse values that would overflow milliseconds in int64 (year ~292 million).
+  if (!std::isfinite(t) || std::fabs(t) > 9.0e12) {
+    return field_error("time", "seconds since the Unix epoch", *time);
+  }
+  m.time_ms = std::llround(t * 1000);
+  TY_RETURN_IF_ERROR(read_count(obj, "step", m.step));
+  TY_RETURN_IF_ERROR(read_count(obj, "samples", m.samples));
+  if (auto it = obj.find("loss"); it != obj.end() && !it->is_null()) {
+    if (!it->is_number()) return field_error("loss", "a number or null", *it);
+    m.loss = it->get<double>();
+  }
+  TY_RETURN_IF_ERROR(read_seconds(obj, "data_wait_s", m.data_wait_s));
+  TY_RETURN_IF_ERROR(read_seconds(obj, "step_time_s", m.step_time_s));
+  if (auto it = obj.find("dtype"); it != obj.end() && !it->is_null()) {
+    if (!it->is_string()) return field_error("dtype", "a string such as \"bf16\"", *it);
+    m.dtype = it->get<std::string>();
+  }
+  return m;
+}
+
+util::Result<std::vector<StepMetrics>> parse_step_metrics_text(std::string_view text,
+                                                               std::string_view source) {
+  std::vector<StepMetrics> out;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    const bool complete = nl != std::string_view::npos;
+    std::string_view line = text.substr(pos, complete ? nl - pos : std::string_view::npos);
+    pos = complete ? nl + 1 : text.size();
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    auto m = parse_step_metrics_line(line);
+    if (!m.is_ok()) {
+      // A writer appends whole lines, so a bad line without its newline is one caught mid-write.
+      if (!complete) break;
+      return util::invalid_argument(
+          fmt::format("{}:{}: {}", source, line_no, m.status().message()));
+    }
+    out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+util::Result<std::vector<StepMetrics>> read_step_metrics_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return util::not_found(fmt::format("{}: cannot open the metrics file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return util::invalid_argument(fmt::format("{}: read error", path));
+  return parse_step_metrics_text(text.str(), path);
+}
+
+}  // namespace trainyard::telemetry

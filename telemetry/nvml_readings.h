@@ -1,0 +1,35 @@
+// Reads one NVML device's fields into a GpuSample, each through the newest entry point the driver
+// has and its fallback. A missing entry point, an error or an implausible ("blank") value leaves
+// the field nullopt. Used only by the NVML sampler, which serializes the calls.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "telemetry/gpu_sample.h"
+#include "telemetry/nvml_api.h"
+
+namespace trainyard::telemetry::nvml {
+
+struct MemoryReading {
+  uint64_t total = 0;
+  uint64_t used = 0;  // allocated; includes reserved memory only on drivers without _v2
+};
+// Memory through nvmlDeviceGetMemoryInfo_v2, else v1.
+std::optional<MemoryReading> read_memory(const Api& api, Device device);
+// "00000000:18:00.0", or empty when the driver cannot say.
+std::string read_pci_bus_id(const Api& api, Device device);
+// Whole-GPU readings (not for MIG devices, where NVML does not report them): utilization,
+// temperature and its slowdown threshold, power, clocks, throttle reasons, volatile ECC, PCIe.
+void read_gpu_fields(const Api& api, Device device, GpuSample& out);
+// The compute processes on the device with the memory each holds; empty when unsupported.
+std::vector<GpuProcessSample> read_processes(const Api& api, Device device);
+// Sets each process's SM utilization from the samples newer than `last_seen_us` (advanced to the
+// newest one read). A process with no new sample computed nothing: 0%. Leaves the processes
+// untouched when the driver does not support per-process utilization.
+void read_process_utilization(const Api& api, Device device, uint64_t& last_seen_us,
+                              std::vector<GpuProcessSample>& processes);
+
+}  // namespace trainyard::telemetry::nvml

@@ -1,0 +1,243 @@
+// Synthetic GPU readings. Each profile is a Shape (utilization, memory share, temperature, ...)
+// over the job's elapsed time; the model's power, clocks and slowdown threshold turn it into a
+// sample. Job-constant choices (where in its range a job's memory sits) are seeded from the
+// device and the job, per-sample jitter from the device and the sample time.
+#include "telemetry/synthetic_curves.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace trainyard::telemetry {
+namespace {
+
+struct ModelRow {
+  std::string_view model;
+  SyntheticModelSpec spec;
+};
+// Board power (TDP) and boost clocks from vendor datasheets; K80 is one of its board's two GPUs.
+constexpr ModelRow kModels[] = {
+    {"H100-80GB", {700, 1980, 2619}}, {"H200-141GB", {700, 1980, 3201}},
+    {"A100-80GB", {400, 1410, 1593}}, {"A100-40GB", {400, 1410, 1215}},
+    {"L40S", {350, 2520, 9001}},      {"L4", {72, 2040, 6251}},
+    {"A10G", {150, 1710, 6251}},      {"A10", {150, 1695, 6251}},
+    {"T4", {70, 1590, 5001}},         {"V100-16GB", {300, 1530, 877}},
+    {"V100-32GB", {300, 1530, 877}},  {"P100", {250, 1480, 715}},
+    {"K80", {150, 875, 2505}},        {"RTX-2080TI", {250, 1545, 7000}},
+};
+
+constexpr double kIdleTempC = 35;
+constexpr double kWarmupTauS = 120;  // thermal time constant of a GPU that starts working
+constexpr double kIdleSmClockMhz = 210;
+constexpr double kIdlePowerShare = 0.09;  // of TDP
+constexpr double kBusyPowerShare = 0.88;  // of TDP at 100% utilization and full clocks
+constexpr double kHealthyUtil = 94;
+constexpr int64_t kBurstPeriodMs = 7000;  // data-bound: a batch arrives every 7 s...
+constexpr int64_t kBurstMs = 2000;        // ...and takes 2 s to compute
+constexpr double kLeakStartShare = 0.30;
+constexpr double kLeakEndShare = 0.95;
+constexpr double kLeakDurationS = 1800;
+constexpr double kHeatingCPerMin = 2.5;  // overheating: crosses 87 C after ~8 minutes
+constexpr double kMaxOverheatC = kSyntheticSlowdownC + 6;
+constexpr double kThrottledClockCut = 0.35;  // clocks lost when fully into thermal slowdown
+
+// Jitter channels: one per quantity, so quantities of one sample vary independently.
+enum Channel : uint64_t { kUtil = 1, kMemUtil, kMemory, kTemp, kPower, kClock, kPcie, kJobMemory };
+
+uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_text(std::string_view s) {  // FNV-1a
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+double unit_interval(uint64_t bits) {  // [0, 1)
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+// Deterministic noise of one sample: in [-1, 1] per channel.
+class Jitter {
+ public:
+  Jitter(std::string_view uuid, int64_t now_ms)
+      : seed_(mix64(hash_text(uuid) ^ mix64(static_cast<uint64_t>(now_ms)))) {}
+  double operator()(Channel channel) const {
+    return unit_interval(mix64(seed_ + channel * 0x9e3779b97f4a7c15ull)) * 2 - 1;
+  }
+
+ private:
+  uint64_t seed_;
+};
+
+// Where in its profile's range one job on one device sits, constant over the job: [0, 1).
+double job_constant(std::string_view uuid, const SyntheticLoad& load, Channel channel) {
+  return unit_interval(mix64(hash_text(uuid) ^ mix64(hash_text(load.job_id) + channel)));
+}
+
+// What a profile does at one moment, before the model's figures are applied.
+struct Shape {
+  double util = 0;  // %
+  double mem_util = 0;
+  double memory_share = 0;  // of the device's memory
+  double temperature_c = kIdleTempC;
+  double sm_active_ratio = 0;  // SM activity per unit of utilization
+  double pcie_rx_bytes_per_s = 0;
+  bool computing = false;  // clocks boosted; false for a GPU that is merely held
+};
+
+double warm(double elapsed_s, double target_c) {
+  return kIdleTempC + (target_c - kIdleTempC) * (1 - std::exp(-elapsed_s / kWarmupTauS));
+}
+
+Shape healthy(const Jitter& j, double job, double elapsed_s) {
+  return {.util = kHealthyUtil + 3 * j(kUtil),
+          .mem_util = 45 + 5 * j(kMemUtil),
+          .memory_share = 0.72 + 0.10 * job + 0.003 * j(kMemory),
+          .temperature_c = warm(elapsed_s, 67 + 3 * job) + 0.5 * j(kTemp),
+          .sm_active_ratio = 0.8,
+          .pcie_rx_bytes_per_s = 1.5e9 * (1 + 0.2 * j(kPcie)),
+          .computing = true};
+}
+
+// The input pipeline cannot keep up: a short burst of compute per batch, then waiting.
+Shape data_bound(const Jitter& j, double job, int64_t elapsed_ms) {
+  bool burst = elapsed_ms % kBurstPeriodMs < kBurstMs;
+  return {.util = burst ? 92 + 4 * j(kUtil) : 2 + 2 * std::abs(j(kUtil)),
+          .mem_util = burst ? 40 + 5 * j(kMemUtil) : 3,
+          .memory_share = 0.68 + 0.04 * job + 0.003 * j(kMemory),
+          .temperature_c = warm(static_cast<double>(elapsed_ms) / 1000, 55) + 0.5 * j(kTemp),
+          .sm_active_ratio = 0.75,
+          .pcie_rx_bytes_per_s = 6e9 * (1 + 0.2 * j(kPcie)),
+          .computing = true};
+}
+
+Shape underfilled(const Jitter& j, double job, double elapsed_s) {
+  return {.util = 37.5 + 6 * j(kUtil),
+          .mem_util = 15 + 3 * j(kMemUtil),
+          .memory_share = 0.105 + 0.04 * job + 0.003 * j(kMemory),
+          .temperature_c = warm(elapsed_s, 52) + 0.5 * j(kTemp),
+          .sm_active_ratio = 0.35,  // small batches leave most SMs empty
+          .pcie_rx_bytes_per_s = 0.5e9 * (1 + 0.2 * j(kPcie)),
+          .computing = true};
+}
+
+// A process holds memory and computes nothing.
+Shape held_idle(const Jitter& j, double job, double elapsed_s) {
+  return {.memory_share = 0.15 + 0.10 * job, .temperature_c = warm(elapsed_s, 40) + 0.5 * j(kTemp)};
+}
+
+Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter& j,
+               int64_t now_ms) {
+  if (!load) return {.temperature_c = kIdleTempC + 0.5 * j(kTemp)};
+  int64_t elapsed_ms = std::max<int64_t>(0, now_ms - load->start_ms);
+  double elapsed_s = static_cast<double>(elapsed_ms) / 1000;
+  double job = job_constant(device.uuid, *load, kJobMemory);
+  const std::string& p = load->profile;
+  if (p == "idle") return held_idle(j, job, elapsed_s);
+  Shape s;
+  if (p == "data-bound") {
+    s = data_bound(j, job, elapsed_ms);
+  } else if (p == "underfilled") {
+    s = underfilled(j, job, elapsed_s);
+  } else {  // healthy, and the base of memory-leak and overheating (and of unknown profiles)
+    s = healthy(j, job, elapsed_s);
+  }
+  if (p == "memory-leak") {  // no jitter: a leak only grows
+    s.memory_share = kLeakStartShare +
+                     (kLeakEndShare - kLeakStartShare) * std::min(1.0, elapsed_s / kLeakDurationS);
+  } else if (p == "overheating") {
+    s.temperature_c =
+        std::min(kMaxOverheatC, warm(elapsed_s, 68) + kHeatingCPerMin * elapsed_s / 60) +
+        0.3 * j(kTemp);
+  }
+  // Measured data waits override the profile: the GPU computes only while it is not waiting.
+  if (load->data_wait_fraction) {
+    double busy = 1 - std::clamp(*load->data_wait_fraction, 0.0, 1.0);
+    s.util = busy * (kHealthyUtil + 3 * j(kUtil));
+    s.mem_util = busy * (45 + 5 * j(kMemUtil));
+  }
+  return s;
+}
+
+// Thermal slowdown: software throttling from 2 C below the threshold, hardware at it; the
+// clocks fall by up to kThrottledClockCut over the 8 C above where throttling starts.
+double apply_heat(double temperature_c, GpuSample& out) {
+  double start = kSyntheticSlowdownC - 2;
+  if (temperature_c >= start) *out.throttle_reasons |= kThrottleSwThermal;
+  if (temperature_c >= kSyntheticSlowdownC) *out.throttle_reasons |= kThrottleHwThermal;
+  return 1 - kThrottledClockCut * std::clamp((temperature_c - start) / 8, 0.0, 1.0);
+}
+
+void add_processes(const SyntheticLoad* load, bool mig, GpuSample& out) {
+  if (!load || load->pids.empty()) return;
+  auto n = static_cast<uint64_t>(load->pids.size());
+  uint64_t used = out.memory_used_bytes.value_or(0);
+  for (size_t i = 0; i < load->pids.size(); ++i) {
+    GpuProcessSample p{.pid = load->pids[i], .memory_bytes = used / n};
+    if (i == 0) *p.memory_bytes += used % n;  // the split adds up to the device's memory
+    if (!mig && out.gpu_util_percent)
+      p.sm_util_percent = *out.gpu_util_percent / static_cast<double>(n);
+    out.processes.push_back(p);
+  }
+}
+
+}  // namespace
+
+SyntheticModelSpec synthetic_model_spec(std::string_view model) {
+  for (const ModelRow& row : kModels) {
+    if (row.model == model) return row.spec;
+  }
+  return {};
+}
+
+GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, int64_t now_ms) {
+  const SyntheticModelSpec spec = synthetic_model_spec(device.model);
+  const Jitter j(device.uuid, now_ms);
+  const Shape shape = shape_of(device, load, j, now_ms);
+  GpuSample s;
+  s.time_ms = now_ms;
+  s.index = device.index;
+  s.uuid = device.uuid;
+  s.name = device.name;
+  s.model = device.model;
+  s.pci_bus_id = fmt::format("00000000:{:02X}:00.0", device.index);
+  auto total = static_cast<uint64_t>(device.memory.value());
+  s.memory_total_bytes = total;
+  s.memory_used_bytes =
+      static_cast<uint64_t>(std::clamp(shape.memory_share, 0.0, 1.0) * static_cast<double>(total));
+  double util = std::clamp(shape.util, 0.0, 100.0);
+  s.temperature_c = shape.temperature_c;
+  s.slowdown_temperature_c = kSyntheticSlowdownC;
+  s.throttle_reasons = shape.computing && util >= 5 ? 0 : kThrottleGpuIdle;
+  double clock_share = apply_heat(shape.temperature_c, s);
+  s.sm_clock_mhz = shape.computing ? spec.max_sm_clock_mhz * (0.97 + 0.01 * j(kClock)) * clock_share
+                                   : kIdleSmClockMhz;
+  s.mem_clock_mhz = spec.max_mem_clock_mhz;
+  double power_share =
+      kIdlePowerShare + (kBusyPowerShare - kIdlePowerShare) * util / 100 * clock_share;
+  s.power_w = spec.tdp_w * std::clamp(power_share + 0.01 * j(kPower), 0.05, 1.0);
+  s.power_limit_w = spec.tdp_w;
+  s.ecc_corrected_volatile = 0;
+  s.ecc_uncorrected_volatile = 0;
+  s.xid_count = 0;
+  s.pcie_rx_bytes_per_s = shape.pcie_rx_bytes_per_s;
+  s.pcie_tx_bytes_per_s = shape.pcie_rx_bytes_per_s / 4;
+  // As with NVML: no utilization on a GPU in MIG mode; SM activity only where GPM has it (Hopper).
+  if (!device.mig_enabled) {
+    s.gpu_util_percent = util;
+    s.mem_util_percent = std::clamp(shape.mem_util, 0.0, 100.0);
+    if (device.model.starts_with("H100") || device.model.starts_with("H200")) {
+      s.sm_active_percent = util * shape.sm_active_ratio;
+    }
+  }
+  add_processes(load, device.mig_enabled, s);
+  return s;
+}
+
+}  // namespace trainyard::telemetry
