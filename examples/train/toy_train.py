@@ -32,6 +32,9 @@ def main():
     ap.add_argument("--steps", type=int, default=600, help="optimizer steps in all")
     ap.add_argument("--step-delay", type=float, default=0.01,
                     help="extra seconds per step, to stand in for a bigger model")
+    ap.add_argument("--data-delay", type=float, default=0.0,
+                    help="extra seconds to fetch each batch, to stand in for a slow input "
+                         "pipeline (reported as data_wait_s; the doctor calls it input-bound)")
     ap.add_argument("--mtbf", type=float, default=600.0,
                     help="expected seconds between interruptions, if the cluster gives none")
     args = ap.parse_args()
@@ -79,6 +82,7 @@ def main():
             batch.append(i)
             if len(batch) < BATCH:
                 continue
+            time.sleep(args.data_delay)
             t0 = time.monotonic()
             idx = torch.tensor(batch, device=device)
             loss = torch.nn.functional.mse_loss(model(xs[idx]), ys[idx])
