@@ -48,14 +48,7 @@ Runner add_alerts_command(CLI::App& app) {
     ApiClient api(o->client);
     auto r = api.get(o->all ? "/api/v1/alerts?all=1" : "/api/v1/alerts");
     if (!r.is_ok()) return report("alerts", r.status());
-    if (o->output == "json") {
-      std::cout << r->dump(2) << "\n";
-      return kExitOk;
-    }
-    if (o->output == "yaml") {
-      std::cout << to_yaml(*r);
-      return kExitOk;
-    }
+    if (print_structured(*r, o->output)) return kExitOk;
     const auto& items = (*r)["items"];
     if (!items.is_array() || items.empty()) {
       std::cerr << (o->all ? "No alerts.\n" : "No alerts firing.\n");

@@ -28,14 +28,7 @@ Runner add_checkpoints_command(CLI::App& app) {
     if (!id.is_ok()) return report("checkpoints", id.status());
     auto r = api.get(fmt::format("/api/v1/jobs/{}/checkpoints", *id));
     if (!r.is_ok()) return report("checkpoints", r.status());
-    if (o->output == "json") {
-      std::cout << r->dump(2) << "\n";
-      return kExitOk;
-    }
-    if (o->output == "yaml") {
-      std::cout << to_yaml(*r);
-      return kExitOk;
-    }
+    if (print_structured(*r, o->output)) return kExitOk;
     std::cout << "dir: " << cell((*r)["dir"]) << "\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : (*r)["items"]) {

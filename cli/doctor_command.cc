@@ -71,11 +71,7 @@ void print_diagnosis(const nlohmann::json& d) {
 }
 
 int emit(const nlohmann::json& j, const std::string& output, void (*print)(const nlohmann::json&)) {
-  if (output == "json") {
-    std::cout << j.dump(2) << "\n";
-  } else if (output == "yaml") {
-    std::cout << to_yaml(j);
-  } else {
+  if (!print_structured(j, output)) {
     try {
       print(j);
     } catch (const nlohmann::json::exception& e) {  // a reply of another shape than to_json's

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <iostream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -88,6 +89,18 @@ std::string cell(const nlohmann::json& v) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
+}
+
+bool print_structured(const nlohmann::json& j, const std::string& output) {
+  if (output == "json") {
+    std::cout << j.dump(2) << "\n";
+    return true;
+  }
+  if (output == "yaml") {
+    std::cout << to_yaml(j);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace trainyard::cli

@@ -13,6 +13,9 @@ namespace trainyard::cli {
 std::string render_table(const std::vector<std::string>& header,
                          const std::vector<std::vector<std::string>>& rows);
 std::string to_yaml(const nlohmann::json& j);
+// Prints `j` to stdout as JSON when `output` is "json", as YAML when "yaml", and returns true;
+// false (nothing printed) for any other value, i.e. the command's own table form.
+bool print_structured(const nlohmann::json& j, const std::string& output);
 // "2017-10-09T07:01:55.123Z" -> "5m" relative to now; "-" for null or unparsable.
 std::string age_of(const nlohmann::json& time);
 // A JSON value as a cell: strings bare, null as "-", numbers and others dumped.
