@@ -26,5 +26,6 @@ Runner add_server_command(CLI::App& app, const std::string& self_path);
 Runner add_top_command(CLI::App& app);
 Runner add_doctor_command(CLI::App& app);  // doctor_command.cc
 Runner add_alerts_command(CLI::App& app);  // alerts_command.cc
+Runner add_cost_command(CLI::App& app);    // cost_command.cc
 
 }  // namespace trainyard::cli

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   runners["top"] = add_top_command(app);
   runners["doctor"] = add_doctor_command(app);
   runners["alerts"] = add_alerts_command(app);
+  runners["cost"] = add_cost_command(app);
   add_job_commands(app, runners);
   add_cluster_commands(app, runners);
   try {

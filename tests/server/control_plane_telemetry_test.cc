@@ -158,7 +158,8 @@ TEST_F(ControlPlaneTelemetryTest, RunningJobIsSeenOnItsGpuInEveryView) {
   cycle();
   EXPECT_FALSE(sampler_.loads.contains(device));
   record();
-  for (const auto& d : plane_->gpus(admin_)["items"]) EXPECT_TRUE(d["jobs"].empty());
+  const nlohmann::json after = plane_->gpus(admin_);  // range-for over a temporary's member
+  for (const auto& d : after["items"]) EXPECT_TRUE(d["jobs"].empty());
 }
 
 }  // namespace
