@@ -30,8 +30,9 @@ void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, 
     if (rule == VictimRule::LowerServiceQueue) key[i].value = -tiresias_service_queue(j, tiresias);
   }
   const bool reclaim = rule == VictimRule::QuotaReclaim;
-  // Reclaim keeps newest-start-first: ordering it by work at risk lets a checkpointing job be
-  // reclaimed again and again right after each checkpoint (a livelock the simulator found).
+  // Reclaim keeps newest-start-first: ordering it by work at risk made the fair-share run of
+  // Simulator.EveryJobFinishesUnderEveryPolicyWithInvariantsChecked never finish (a
+  // preemption livelock whose exact cycle is not yet analysed).
   const bool by_risk = rule == VictimRule::LowerPriority || rule == VictimRule::LowerServiceQueue;
   std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
     const SnapshotJob& ja = snap.jobs[a];
