@@ -1,6 +1,8 @@
 #include "server/telemetry_recorder.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -225,8 +227,36 @@ TEST_F(TelemetryRecorderTest, SamplerFailureIsAnErrorAndKeepsTheLastReading) {
 }
 
 TEST(SessionOfPid, ReadsThisProcesssSession) {
-  EXPECT_EQ(session_of_pid(::getpid()), static_cast<int>(::getsid(0)));
+  // A session whose leader lives outside this pid namespace reads as 0 (containers): unknown.
+  const pid_t own = ::getsid(0);
+  if (own > 0) {
+    EXPECT_EQ(session_of_pid(::getpid()), static_cast<int>(own));
+  } else {
+    EXPECT_FALSE(session_of_pid(::getpid()).has_value());
+  }
   EXPECT_FALSE(session_of_pid(-1).has_value());
+}
+
+TEST(SessionOfPid, ReadsTheSessionAChildLeads) {
+  // A child that calls setsid() leads a session whose id is its own pid, in any namespace.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setsid();
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  EXPECT_EQ(session_of_pid(child), static_cast<int>(child));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 TEST(TelemetryConfig, ParsesKeysWithDefaultsAndPreciseErrors) {
