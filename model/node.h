@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/labels.h"
 #include "model/quantity.h"
@@ -44,6 +45,22 @@ struct Pool {
   int min_nodes = 0;
   int max_nodes = 0;
   double price_per_node_hour = 0;  // accounting only; never decides a fit
+  // Cloud pools: nodes come and go through a cloud::Provider between min_nodes and max_nodes.
+  // The offering (provider + instance type, optionally region/zones) is resolved against the
+  // catalog by the driver, which fills gpu_model, gpus_per_node and the price from it.
+  bool autoscaled = false;
+  std::string provider;              // "aws", "gcp", "azure", ...
+  std::string instance_type;         // "p3.2xlarge"
+  std::string region;                // empty = any region the catalog lists (cheapest first)
+  std::vector<std::string> zones;    // preference order; empty = every zone of the region
+  int priority = 0;                  // higher is tried first among pools that fit a job
+  double idle_timeout_seconds = 600; // release a node idle this long (0 = never)
+  // The node template (cpu, memory, labels, MIG) the pool's nodes get; nodes: lists of
+  // explicit pools are built from it too.
+  CpuMilli cpu{0};
+  Bytes memory{0};
+  bool mig_enabled = false;
+  Labels labels;
 };
 
 }  // namespace trainyard::model

@@ -23,6 +23,10 @@ struct Team {
   std::string cohort;   // teams of one cohort lend each other unused nominal quota
   // Per accelerator model (or kAnyGpuModel). A team with no quota entries is unlimited.
   std::map<std::string, TeamQuota> quotas;
+  // Spending limit in USD per budget period (0 = none). Alerts at 80% and 100%; at 100% the
+  // team's pending jobs wait and the autoscaler buys nothing for it.
+  double budget_usd = 0;
+  enum class BudgetPeriod { Day, Month } budget_period = BudgetPeriod::Month;
 };
 
 }  // namespace trainyard::model

@@ -19,13 +19,27 @@ struct StartAction {
 
 enum class PreemptCause { HigherPriority, ShorterRemaining, LowerServiceQueue, QuotaReclaim };
 
+// Buy `nodes` nodes for pool `pool` (index into Snapshot::pools), in zone `zone` (index into
+// the pool's zones; -1 = the provider chooses). `for_job` is the first pending job they serve.
+struct ScaleUpAction {
+  int pool = -1;
+  int zone = -1;
+  int nodes = 0;
+  JobId for_job;
+};
+
+// Give back node `node_idx` (index into Snapshot::nodes): idle past its pool's timeout.
+struct ReleaseAction {
+  int node_idx = -1;
+};
+
 struct PreemptAction {
   JobId job;
   JobId for_job;  // the pending job that needs the capacity
   PreemptCause cause;
 };
 
-enum class Stage { Dependency, Admission, Placement, Preemption, Backfill, Order };
+enum class Stage { Dependency, Admission, Placement, Preemption, Backfill, Order, Autoscale };
 
 enum class WaitCode {
   DependencyUnfinished,  // arg: the dependency's id
@@ -35,6 +49,8 @@ enum class WaitCode {
   HeadOfLine,            // strict FIFO: a job ahead (arg) does not fit
   BackfillWouldDelay,    // would delay the job holding the reservation (arg)
   AwaitingVictims,       // preemptions under way free the capacity; starts next cycle
+  BudgetExhausted,       // the team spent its budget for this period
+  AwaitingNodes,         // nodes requested for it (arg: pool index) are being provisioned
   Unexamined,            // not reached this cycle (queue order put others first)
 };
 
@@ -50,6 +66,8 @@ struct Plan {
   std::vector<StartAction> starts;
   std::vector<PreemptAction> preemptions;
   std::vector<WaitReason> waiting;  // one per pending job that did not start
+  std::vector<ScaleUpAction> scale_ups;
+  std::vector<ReleaseAction> releases;
 };
 
 std::string_view stage_name(Stage s);

@@ -27,11 +27,20 @@ struct FairConfig {
   bool reclaim = true;
 };
 
+// The autoscaler (sched/autoscale.h). Only pools marked autoscaled are touched.
+struct AutoscaleConfig {
+  // A preemptible job waits this long for spot capacity before on-demand may be bought for it.
+  util::Duration spot_fallback_wait = util::seconds(600);
+  // Nodes bought count against a team's budget as this many hours of their price.
+  util::Duration budget_horizon = util::seconds(3600);
+};
+
 struct PolicyConfig {
   std::string name = "fifo";  // fifo | backfill | srtf | tiresias | fair | priority
   PlacementStrategy placement = PlacementStrategy::Pack;
   TiresiasConfig tiresias;
   FairConfig fair;
+  AutoscaleConfig autoscale;
 };
 
 }  // namespace trainyard::sched

@@ -12,6 +12,7 @@
 #include "model/accelerator.h"
 #include "model/job.h"
 #include "model/labels.h"
+#include "model/node.h"
 #include "model/quantity.h"
 #include "util/clock.h"
 #include "util/ids.h"
@@ -46,6 +47,41 @@ struct SnapshotNode {
   model::Bytes memory{0};
   int rack = -1;  // index into Snapshot::racks; -1 = no topology domain
   model::Labels labels;
+  int pool = -1;      // index into Snapshot::pools; -1 = not in a pool the autoscaler manages
+  bool spot = false;  // reclaimable: a non-preemptible job is never placed here
+  // When the node last became free of every job (or came up empty); Time::max() while any job
+  // holds it. The autoscaler releases nodes idle for longer than their pool's idle timeout.
+  Time idle_since = Time::max();
+};
+
+// A zone a pool may buy in; after a reclaim there it is avoided until `blocked_until`.
+struct SnapshotZone {
+  std::string name;
+  Time blocked_until{};
+};
+
+// A pool of alike nodes bought the same way. Autoscaled pools grow and shrink between
+// min_nodes and max_nodes; others are fixed (static, reserved) and only show in accounting.
+struct SnapshotPool {
+  std::string name;
+  model::PoolKind kind = model::PoolKind::Static;
+  bool autoscaled = false;
+  int gpu_model = -1;  // index into Snapshot::gpu_models
+  int gpus_per_node = 0;
+  bool mig_enabled = false;
+  model::CpuMilli cpu{0};
+  model::Bytes memory{0};
+  model::Labels labels;
+  int min_nodes = 0;
+  int max_nodes = 0;
+  int priority = 0;                  // higher is tried first among pools that fit
+  double price_per_node_hour = 0;    // USD; orders pools of equal priority, checks budgets
+  Duration idle_timeout{0};          // 0 = idle nodes are never released
+  int ready = 0;                     // nodes up (schedulable or not) — maintained by the driver
+  int provisioning = 0;              // nodes requested and not up yet
+  // After a spot request failed for want of capacity: no spot request before this time.
+  Time unavailable_until{};
+  std::vector<SnapshotZone> zones;  // in preference order; empty = the provider chooses
 };
 
 enum class JobPhase { Pending, Running, Preempting };
@@ -93,6 +129,9 @@ struct SnapshotTeam {
   double weight = 1.0;
   int cohort = -1;                // index into Snapshot::cohorts; -1 = borrows from no one
   std::vector<QuotaEntry> quota;  // size gpu_models.size() + 1, or empty (unlimited)
+  // USD the team may still spend in its current budget period; infinity = no budget. At or
+  // below 0 its pending jobs wait (BudgetExhausted) and the autoscaler buys nothing for it.
+  double budget_left = std::numeric_limits<double>::infinity();
 };
 
 struct Snapshot {
@@ -103,6 +142,7 @@ struct Snapshot {
   std::vector<std::string> cohorts;
   std::vector<SnapshotNode> nodes;
   std::vector<SnapshotTeam> teams;
+  std::vector<SnapshotPool> pools;  // empty: a fixed cluster, no autoscaling
   std::vector<SnapshotJob> jobs;  // pending, running and preempting; finished jobs are dropped
   // Optional hint: every index of `jobs`, ordered by (submitted, id). Drivers that keep it let
   // plan() rank a long queue in linear time; plan() checks it as it reads and sorts instead
