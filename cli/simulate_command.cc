@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/simulate_cost.h"
 #include "model/cluster_config.h"
 #include "sched/policy.h"
 #include "sim/metrics.h"
@@ -35,6 +36,7 @@ struct SimulateArgs {
   std::string runtime_limit = "rounded";
   std::string gittins_prior;
   bool check_invariants = false;
+  CostSimArgs cost;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -139,6 +141,16 @@ int run(const SimulateArgs& a) {
                  static_cast<long long>(workload->skipped_rows));
   std::fprintf(stderr, "; cluster %s: %zu nodes, %lld GPUs\n", a.cluster.c_str(),
                cluster->nodes.size(), static_cast<long long>(cluster->total_gpus()));
+  if (has_cloud_pools(*cluster)) {
+    sim::SimOptions opts;
+    opts.policy = base;
+    opts.policy.name = names.front();
+    opts.seed = a.seed;
+    opts.restart_delay = util::seconds_f(a.restart_delay_s);
+    opts.grace_period = util::seconds_f(a.grace_period_s);
+    opts.full_invariant_check = a.check_invariants;
+    return run_cost_scenarios(a.cost, *workload, *cluster, opts, a.out);
+  }
   std::vector<sim::SimResult> results;
   std::vector<sim::Summary> summaries;
   for (const auto& name : names) {
@@ -245,6 +257,7 @@ Runner add_simulate_command(CLI::App& app) {
                   "file of GPU-time samples (s): tiresias then orders by 2D-Gittins");
   cmd->add_flag("--check-invariants", args->check_invariants,
                 "check every plan against the scheduler's invariants (slower)");
+  add_cost_sim_options(cmd, args->cost);
   return [args] { return run(*args); };
 }
 

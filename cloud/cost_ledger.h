@@ -18,7 +18,11 @@ namespace trainyard::cloud {
 
 // Exact money: USD × kCostUnitsPerUsd. One unit is small enough that a node-hour at any price
 // splits over any GPU share (milli-GPUs of 1 to 16 GPUs) without a remainder.
-using CostUnits = __int128;
+// __extension__: -Wpedantic rejects the GCC/Clang __int128 type otherwise.
+__extension__ typedef __int128 CostUnits;
+// A node interval costs price_micro_usd_per_hour × microseconds × 720720000 units
+// (720720 = lcm(1..16), × 1000 milli-GPUs), and 1 USD/h for 1 h is 1e6 × 3.6e9 × 720720000.
+inline constexpr CostUnits kCostUnitsPerUsd = CostUnits{3'600'000'000'000'000} * 720'720'000;
 double cost_units_to_usd(CostUnits u);
 
 // Who holds part of a node from some time on.
@@ -44,6 +48,7 @@ struct CostRecord {
   // lost_cost is part of the job's cost already, reported separately.
   util::Duration lost_gpu_time{0};
   CostUnits lost_cost = 0;
+  bool interruption = false;  // lost-work record: the node was reclaimed (else a preemption)
 };
 
 // Totals for one key (a job, a team, a pool, or everything).
@@ -107,6 +112,8 @@ class CostLedger {
   void close(const std::string& name, OpenNode& n, util::Time t);
 
   std::map<std::string, OpenNode> open_;
+  // Nodes that went down, kept so lost work reported after node_down is still priced.
+  std::map<std::string, OpenNode> gone_;
   std::vector<CostRecord> records_;
   CostUnits billed_ = 0;
 };

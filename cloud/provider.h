@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +62,10 @@ class Provider {
   // Events with since < time <= clock.now(), in (time, request) order. Calling it again with
   // the same `since` returns the same events, so a caller can re-poll after a crash.
   virtual std::vector<ProviderEvent> poll(util::Time since) = 0;
+  // The earliest time after the clock's now at which poll() would report something new, so a
+  // simulator can advance its VirtualClock straight there. nullopt when none is known: a real
+  // cloud (the default here) cannot tell and is polled periodically instead.
+  virtual std::optional<util::Time> next_event_time() const { return std::nullopt; }
 };
 using ProviderPtr = std::unique_ptr<Provider>;
 

@@ -1,8 +1,12 @@
+// simcloud: the simulated cloud (see simcloud.h). All of a request's future events are
+// computed when it is made, so poll() and next_event_time() only read the event list.
 #include "cloud/simcloud.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -18,11 +22,20 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// One reclaim of a replayed trace in one pass: (offering, pass, index into reclaims).
+using ReclaimKey = std::tuple<size_t, int64_t, size_t>;
+
 struct SimRequest {
   NodeRequest request;
   bool failed = false;
-  util::Time end = kNever;  // when the node is gone (reclaimed or released)
+  util::Time end = kNever;          // when the node is gone (reclaimed or released)
+  std::optional<ReclaimKey> claim;  // the replayed reclaim this node holds a share of
 };
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
 
 class SimCloud final : public Provider {
  public:
@@ -31,7 +44,9 @@ class SimCloud final : public Provider {
       : offerings_(std::move(offerings)),
         advisor_(std::move(advisor)),
         options_(std::move(options)),
-        clock_(clock) {}
+        clock_(clock),
+        replay_start_(options_.replay && options_.replay->start ? *options_.replay->start
+                                                                : clock.now()) {}
 
   std::span<const Offering> offerings() const override { return offerings_; }
 
@@ -39,12 +54,19 @@ class SimCloud final : public Provider {
     TY_RETURN_IF_ERROR(check_request(request));
     const util::Time now = clock_.now();
     // Counted before this request joins the list, so it does not count against itself.
+    const bool spot = request.purchase == PurchaseOption::Spot;
+    const SpotTrace* trace = spot ? replay_trace(request.offering) : nullptr;
     const bool no_capacity =
-        request.purchase == PurchaseOption::Spot &&
-        spot_nodes_up(request.offering, now) >= spot_capacity(request.offering);
+        spot && spot_nodes_up(request.offering, now) >= spot_capacity(request.offering);
     const RequestId id = static_cast<RequestId>(requests_.size()) + 1;
     requests_.push_back({.request = request});
     SimRequest& req = requests_.back();
+    if (trace != nullptr && trace->capacity_at(now - replay_start_) == 0) {
+      fail(id, req, now,
+           "no spot capacity: " + offering_name(request.offering) + " shows none in " +
+               trace->source + " at this time; retry later, another zone, or on-demand");
+      return id;
+    }
     if (no_capacity) {
       req.failed = true;
       req.end = now;
@@ -57,9 +79,13 @@ class SimCloud final : public Provider {
       return id;
     }
     const util::Time ready = now + provisioning_delay(request.offering);
+    if (trace != nullptr) {
+      replay(id, req, *trace, now, ready);
+      return id;
+    }
     emit(
         {.time = ready, .kind = ProviderEventKind::NodeReady, .request = id, .pool = request.pool});
-    if (request.purchase == PurchaseOption::Spot) schedule_interruption(id, req, ready);
+    if (spot) schedule_interruption(id, req, ready);
     return id;
   }
 
@@ -69,10 +95,15 @@ class SimCloud final : public Provider {
     }
     SimRequest& req = requests_[static_cast<size_t>(id - 1)];
     const util::Time now = clock_.now();
-    if (req.failed || req.end <= now) return util::Status::ok();  // already gone
+    // Already gone or failed; a failure still to come (trace ran out) is cancelled below.
+    if (req.end <= now) return util::Status::ok();
     // Drop what has not happened yet (ready, notice, reclaim) and end the node now.
     std::erase_if(events_, [&](const ProviderEvent& e) { return e.request == id && e.time > now; });
     req.end = now;
+    if (req.claim) {  // the reclaim it held can go to another node
+      --claims_[*req.claim];
+      req.claim.reset();
+    }
     emit({.time = now,
           .kind = ProviderEventKind::NodeGone,
           .request = id,
@@ -91,6 +122,15 @@ class SimCloud final : public Provider {
       return std::tie(a.time, a.request) < std::tie(b.time, b.request);
     });
     return out;
+  }
+
+  std::optional<util::Time> next_event_time() const override {
+    const util::Time now = clock_.now();
+    std::optional<util::Time> next;
+    for (const auto& e : events_) {
+      if (e.time > now && (!next || e.time < *next)) next = e.time;
+    }
+    return next;
   }
 
  private:
@@ -135,11 +175,102 @@ class SimCloud final : public Provider {
           .reason = "spot capacity reclaimed"});
   }
 
+  const SpotTrace* replay_trace(size_t offering) const {
+    if (!options_.replay) return nullptr;
+    const Offering& o = offerings_[offering];
+    auto it = options_.replay->by_zone.find(o.zone.empty() ? o.region : o.zone);
+    if (it != options_.replay->by_zone.end()) return &it->second;
+    return options_.replay->every_offering ? &*options_.replay->every_offering : nullptr;
+  }
+
+  void fail(RequestId id, SimRequest& req, util::Time at, std::string reason) {
+    req.failed = true;
+    req.end = at;
+    emit({.time = at,
+          .kind = ProviderEventKind::RequestFailed,
+          .request = id,
+          .pool = req.request.pool,
+          .reason = std::move(reason)});
+  }
+
+  // A spot node under a replayed trace: fails if the trace falls to 0 while it provisions,
+  // else is reclaimed at the first reclaim after ready that still has a node to take.
+  void replay(RequestId id, SimRequest& req, const SpotTrace& trace, util::Time now,
+              util::Time ready) {
+    const size_t offering = req.request.offering;
+    if (trace.reclaims.empty() || trace.period <= util::Duration::zero()) {
+      emit({.time = ready,
+            .kind = ProviderEventKind::NodeReady,
+            .request = id,
+            .pool = req.request.pool});
+      return;
+    }
+    const int64_t period = trace.period.count();
+    // Walks the reclaims after now (µs from replay start) in time order, looping.
+    const int64_t from = (now - replay_start_).count();
+    int64_t pass = floor_div(from, period);
+    auto first = std::upper_bound(trace.reclaims.begin(), trace.reclaims.end(),
+                                  util::Duration(from - pass * period),
+                                  [](util::Duration x, const Reclaim& r) { return x < r.offset; });
+    size_t index = static_cast<size_t>(first - trace.reclaims.begin());
+    // Each pass has a reclaim and every claim belongs to a live node, so the walk ends within
+    // the passes during provisioning plus (live nodes + 1); the bound guards the invariant.
+    const size_t passes =
+        static_cast<size_t>((ready - now).count() / period) + requests_.size() + 3;
+    for (size_t steps = 0; steps < passes * trace.reclaims.size(); ++steps) {
+      if (index == trace.reclaims.size()) {
+        index = 0;
+        ++pass;
+      }
+      const Reclaim& r = trace.reclaims[index];
+      const util::Time at = replay_start_ + util::Duration(pass * period) + r.offset;
+      const ReclaimKey key{offering, pass, index};
+      ++index;
+      if (at <= ready) {
+        if (r.to_zero) {
+          fail(id, req, at,
+               "no spot capacity: " + offering_name(offering) + " ran out in " + trace.source +
+                   " while the node was provisioning; retry later, another zone, or on-demand");
+          return;
+        }
+        continue;  // a reclaim of nodes already running
+      }
+      if (!r.to_zero) {
+        if (claims_[key] >= r.nodes) continue;
+        ++claims_[key];
+        req.claim = key;
+      }
+      emit({.time = ready,
+            .kind = ProviderEventKind::NodeReady,
+            .request = id,
+            .pool = req.request.pool});
+      const util::Duration lead = notice_lead(offerings_[offering].provider);
+      const util::Time notice = at - lead >= ready ? at - lead : at;
+      req.end = at;
+      emit({.time = notice,
+            .kind = ProviderEventKind::InterruptionNotice,
+            .request = id,
+            .pool = req.request.pool,
+            .deadline = at});
+      emit({.time = at,
+            .kind = ProviderEventKind::NodeGone,
+            .request = id,
+            .pool = req.request.pool,
+            .reason = "spot capacity reclaimed (replayed from " + trace.source + ")"});
+      return;
+    }
+    emit({.time = ready,
+          .kind = ProviderEventKind::NodeReady,
+          .request = id,
+          .pool = req.request.pool});
+  }
+
   int spot_nodes_up(size_t offering, util::Time now) const {
     int n = 0;
     for (const auto& r : requests_) {
+      // A failed request's end is its failure time: it holds capacity while provisioning.
       if (r.request.offering == offering && r.request.purchase == PurchaseOption::Spot &&
-          !r.failed && r.end > now) {
+          r.end > now) {
         ++n;
       }
     }
@@ -170,12 +301,15 @@ class SimCloud final : public Provider {
   const util::Clock& clock_;
   std::vector<SimRequest> requests_;  // request id i is requests_[i - 1]
   std::vector<ProviderEvent> events_;
+  util::Time replay_start_;
+  std::map<ReclaimKey, int> claims_;  // nodes given each replayed reclaim so far
 };
 
 }  // namespace
 
 double simcloud_interruption_rate(const Offering& offering, const SpotAdvisor& advisor,
                                   const SimCloudOptions& options) {
+  if (options.interruption_rate_per_hour) return *options.interruption_rate_per_hour;
   int bucket = -1;
   if (offering.provider == "aws") bucket = advisor.find(offering.region, offering.instance_type);
   if (bucket < 0) bucket = options.default_interruption_bucket;

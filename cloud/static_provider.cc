@@ -25,6 +25,7 @@ class StaticProvider final : public Provider {
 
   // Nothing ever happens to a static node that the provider could observe.
   std::vector<ProviderEvent> poll(util::Time) override { return {}; }
+  std::optional<util::Time> next_event_time() const override { return std::nullopt; }
 
  private:
   std::vector<Offering> nodes_;

@@ -132,7 +132,67 @@ class Parser {
     return util::Status::ok();
   }
 
+  // A pool bought from a cloud: no nodes up front; the shape and price come from the catalog
+  // offering the driver resolves (cloud/pool_offerings.h).
+  util::Status cloud_pool(const YAML::Node& p, ClusterConfig& out) {
+    TY_RETURN_IF_ERROR(only_keys(p, "a cloud pool",
+                                 {"name", "kind", "provider", "instanceType", "region", "zones",
+                                  "minNodes", "maxNodes", "idleTimeout", "priority", "labels"}));
+    if (!p["name"]) return error(p, "a pool needs a name");
+    model::Pool pool;
+    TY_ASSIGN_OR_RETURN(pool.name, str(p["name"], "name"));
+    if (!names_.insert(pool.name).second)
+      return error(p["name"], fmt::format("pool '{}' is defined twice", pool.name));
+    pool.kind = model::PoolKind::OnDemand;
+    if (p["kind"]) {
+      TY_ASSIGN_OR_RETURN(std::string kind, str(p["kind"], "kind"));
+      auto k = model::parse_pool_kind(kind);
+      if (!k.is_ok()) return error(p["kind"], k.status().message());
+      if (*k != model::PoolKind::Spot && *k != model::PoolKind::OnDemand)
+        return error(p["kind"], "a cloud pool (instanceType:) buys spot or on-demand nodes");
+      pool.kind = *k;
+    }
+    if (!p["provider"])
+      return error(p, fmt::format("pool '{}' needs provider: (aws, gcp, ...)", pool.name));
+    TY_ASSIGN_OR_RETURN(pool.provider, str(p["provider"], "provider"));
+    TY_ASSIGN_OR_RETURN(pool.instance_type, str(p["instanceType"], "instanceType"));
+    if (p["region"]) {
+      TY_ASSIGN_OR_RETURN(pool.region, str(p["region"], "region"));
+    }
+    if (p["zones"]) {
+      if (!p["zones"].IsSequence()) return error(p["zones"], "zones must be a list of zone names");
+      for (const auto& z : p["zones"]) {
+        TY_ASSIGN_OR_RETURN(std::string zone, str(z, "zones"));
+        pool.zones.push_back(std::move(zone));
+      }
+    }
+    if (!p["maxNodes"])
+      return error(p, fmt::format("pool '{}' needs maxNodes: <count>", pool.name));
+    TY_ASSIGN_OR_RETURN(const int64_t mx, integer(p["maxNodes"], "maxNodes", 1, kMaxClusterNodes));
+    TY_RETURN_IF_ERROR(room_for_nodes(p["maxNodes"], out, mx));
+    pool.max_nodes = static_cast<int>(mx);
+    if (p["minNodes"]) {
+      TY_ASSIGN_OR_RETURN(const int64_t mn, integer(p["minNodes"], "minNodes", 0, mx));
+      pool.min_nodes = static_cast<int>(mn);
+    }
+    if (p["idleTimeout"]) {
+      TY_ASSIGN_OR_RETURN(pool.idle_timeout_seconds,
+                          number(p["idleTimeout"], "idleTimeout (seconds)", 0));
+    }
+    if (p["priority"]) {
+      TY_ASSIGN_OR_RETURN(const int64_t pr, integer(p["priority"], "priority", -1000, 1000));
+      pool.priority = static_cast<int>(pr);
+    }
+    if (p["labels"]) {
+      TY_ASSIGN_OR_RETURN(pool.labels, labels(p["labels"]));
+    }
+    pool.autoscaled = true;
+    out.pools.push_back(std::move(pool));
+    return util::Status::ok();
+  }
+
   util::Status pool(const YAML::Node& p, ClusterConfig& out) {
+    if (p.IsMap() && p["instanceType"]) return cloud_pool(p, out);
     TY_RETURN_IF_ERROR(
         only_keys(p, "a pool",
                   {"name", "kind", "gpu", "gpusPerNode", "nodes", "cpu", "memory", "mig",
@@ -177,6 +237,10 @@ class Parser {
     pool.gpu_model = tmpl.gpu_model;
     pool.gpus_per_node = tmpl.gpu_count;
     TY_RETURN_IF_ERROR(node_fields(p, tmpl));
+    pool.cpu = tmpl.cpu;
+    pool.memory = tmpl.memory;
+    pool.mig_enabled = tmpl.mig_enabled;
+    pool.labels = tmpl.labels;
     int64_t per_rack = 0;
     if (p["nodesPerRack"]) {
       TY_ASSIGN_OR_RETURN(per_rack, integer(p["nodesPerRack"], "nodesPerRack", 1, 1000000));
@@ -240,9 +304,29 @@ class Parser {
     return out;
   }
 
+  // budget: {usd: 500, period: month}
+  util::Status budget(const YAML::Node& b, model::Team& team) const {
+    if (!b.IsMap()) return error(b, "budget must be a mapping like {usd: 500, period: month}");
+    TY_RETURN_IF_ERROR(only_keys(b, "a budget", {"usd", "period"}));
+    if (!b["usd"]) return error(b, "budget needs usd: <amount per period>");
+    TY_ASSIGN_OR_RETURN(team.budget_usd, number(b["usd"], "usd", 0));
+    if (team.budget_usd <= 0) return error(b["usd"], "budget usd must be > 0");
+    if (b["period"]) {
+      TY_ASSIGN_OR_RETURN(std::string period, str(b["period"], "period"));
+      if (period == "day") {
+        team.budget_period = model::Team::BudgetPeriod::Day;
+      } else if (period == "month") {
+        team.budget_period = model::Team::BudgetPeriod::Month;
+      } else {
+        return error(b["period"], fmt::format("budget period '{}' is not day or month", period));
+      }
+    }
+    return util::Status::ok();
+  }
+
   util::Status team(const YAML::Node& t, ClusterConfig& out) {
     TY_RETURN_IF_ERROR(
-        only_keys(t, "a team", {"name", "weight", "cohort", "quota", "borrowingLimit"}));
+        only_keys(t, "a team", {"name", "weight", "cohort", "quota", "borrowingLimit", "budget"}));
     model::Team team;
     if (!t["name"]) return error(t, "a team needs a name");
     TY_ASSIGN_OR_RETURN(team.name, str(t["name"], "name"));
@@ -272,6 +356,7 @@ class Parser {
         it->second.borrowing_limit = v;
       }
     }
+    if (t["budget"]) TY_RETURN_IF_ERROR(budget(t["budget"], team));
     out.teams.push_back(std::move(team));
     return util::Status::ok();
   }
@@ -318,7 +403,9 @@ class Parser {
         }
       }
     }
-    if (out.nodes.empty() && options_.require_nodes)
+    const bool cloud = std::any_of(out.pools.begin(), out.pools.end(),
+                                   [](const model::Pool& p) { return p.autoscaled; });
+    if (out.nodes.empty() && options_.require_nodes && !cloud)
       return error(root,
                    "the cluster has no nodes; add a pool with nodes: <count> or a nodes: list");
     int64_t id = 1;

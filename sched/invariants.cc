@@ -111,6 +111,63 @@ util::Status check_gang(const SnapshotJob& job, const std::vector<Assignment>& p
   return util::Status::ok();
 }
 
+// Nobody who cannot be preempted runs where the cloud may reclaim the node.
+util::Status check_spot(const Snapshot& snap, const SnapshotJob& job,
+                        const std::vector<Assignment>& placement) {
+  if (job.preemptible) return util::Status::ok();
+  for (const Assignment& a : placement) {
+    if (snap.nodes[a.node_idx].spot) {
+      return util::internal_error(
+          fmt::format("job {} is not preemptible but starts on spot node {}", job.id.value(),
+                      snap.nodes[a.node_idx].name));
+    }
+  }
+  return util::Status::ok();
+}
+
+// Scale-ups name autoscaled pools and real zones and stay within max_nodes; releases give back
+// only nodes that no job holds or is started on, each once.
+util::Status check_capacity_actions(const Snapshot& snap, const Plan& plan) {
+  std::vector<int64_t> bought(snap.pools.size(), 0);
+  for (const ScaleUpAction& s : plan.scale_ups) {
+    if (s.pool < 0 || s.pool >= static_cast<int>(snap.pools.size()) ||
+        !snap.pools[s.pool].autoscaled || s.nodes <= 0) {
+      return util::internal_error(
+          fmt::format("scale-up of {} nodes in pool {} which is not autoscaled", s.nodes, s.pool));
+    }
+    const SnapshotPool& pool = snap.pools[s.pool];
+    if (s.zone < -1 || s.zone >= static_cast<int>(pool.zones.size())) {
+      return util::internal_error(
+          fmt::format("scale-up in pool {}: no zone {}", pool.name, s.zone));
+    }
+    bought[s.pool] += s.nodes;
+    if (pool.ready + pool.provisioning + bought[s.pool] > pool.max_nodes) {
+      return util::internal_error(
+          fmt::format("pool {} scaled past max_nodes {}", pool.name, pool.max_nodes));
+    }
+  }
+  std::vector<uint8_t> held(snap.nodes.size(), 0);
+  for (const SnapshotJob& job : snap.jobs) {
+    if (!job.is_running()) continue;
+    for (const Assignment& a : job.placement) held[a.node_idx] = 1;
+  }
+  for (const StartAction& s : plan.starts) {
+    for (const Assignment& a : s.placement) held[a.node_idx] = 1;
+  }
+  for (const ReleaseAction& r : plan.releases) {
+    if (r.node_idx < 0 || r.node_idx >= static_cast<int>(snap.nodes.size())) {
+      return util::internal_error(fmt::format("release of node index {}", r.node_idx));
+    }
+    if (held[r.node_idx] != 0) {
+      return util::internal_error(
+          fmt::format("release of node {} which a job holds, or was released twice",
+                      snap.nodes[r.node_idx].name));
+    }
+    held[r.node_idx] = 2;
+  }
+  return util::Status::ok();
+}
+
 }  // namespace
 
 util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced) {
@@ -140,6 +197,7 @@ util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enfor
           fmt::format("job {} started before its dependency", s.job.value()));
     TY_RETURN_IF_ERROR(check_gang(job, s.placement));
     TY_RETURN_IF_ERROR(add_use(snap, use, job, s.placement));
+    TY_RETURN_IF_ERROR(check_spot(snap, job, s.placement));
     if (quota_enforced) {
       if (!ledger.check(job, s.placement).admitted) {
         return util::internal_error(
@@ -166,7 +224,7 @@ util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enfor
     if (!seen.insert(p.job.value()).second)
       return util::internal_error(fmt::format("job {} preempted twice or started", p.job.value()));
   }
-  return util::Status::ok();
+  return check_capacity_actions(snap, plan);
 }
 
 }  // namespace trainyard::sched

@@ -1,7 +1,9 @@
 // Checks that a plan keeps the house rules against its snapshot: no GPU, MIG slice, CPU or
 // memory over-committed (running jobs plus starts), every gang started whole, only pending
 // jobs started and only running jobs preempted, each job at most once, and every start
-// admitted within team quota at its turn. Used after every plan() in tests and simulations.
+// admitted within team quota at its turn; no job that is not preemptible started on a spot
+// node, no pool scaled past max_nodes, no node released while a job holds it. Used after every
+// plan() in tests and simulations.
 #pragma once
 
 #include "sched/plan.h"

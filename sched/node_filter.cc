@@ -30,6 +30,7 @@ uint8_t static_mismatch(const SnapshotJob& job, const Snapshot& snap, int idx,
                         const PlaceOptions& opts) {
   const SnapshotNode& n = snap.nodes[idx];
   const model::WorkerRequest& w = job.worker;
+  if (!spot_ok(job, n)) return kFilterSpot;
   if (wants_gpu(w)) {
     if (n.gpu_model < 0 || n.gpu_count == 0) return kFilterGpus;
     if (!model_allowed(job, n.gpu_model)) return kFilterGpuModel;

@@ -13,6 +13,7 @@ namespace {
 using internal::mig_profile_on;
 using internal::model_allowed;
 using internal::selector_ok;
+using internal::spot_ok;
 using internal::static_mismatch;
 using internal::workers_by_resources;
 using model::kMaxGpusPerNode;
@@ -55,6 +56,10 @@ PlaceResult place_whole(const SnapshotJob& job, const ClusterState& state,
   result.filter = kFilterGpus;
   auto resources_ok = [&](int idx, int64_t want) {
     const NodeFree& f = state.node(idx);
+    if (!spot_ok(job, snap.nodes[idx])) {
+      result.filter = kFilterSpot;
+      return int64_t{0};
+    }
     if (!selector_ok(job, snap.nodes[idx], idx, opts)) {
       result.filter = kFilterSelector;
       return int64_t{0};
@@ -186,7 +191,9 @@ int64_t node_capacity(const SnapshotJob& job, const ClusterState& state, int nod
     const int64_t by_gpus = f.whole_free / w.gpus;
     if (by_gpus == 0) return 0;  // the usual answer, without reading the node's labels
     const SnapshotNode& n = state.snapshot().nodes[node_idx];
-    if (!model_allowed(job, n.gpu_model) || !selector_ok(job, n, node_idx, opts)) return 0;
+    if (!model_allowed(job, n.gpu_model) || !spot_ok(job, n) ||
+        !selector_ok(job, n, node_idx, opts))
+      return 0;
     return workers_by_resources(w, f.cpu, f.memory, by_gpus);
   }
   if (job.workers != 1) return -1;

@@ -6,6 +6,7 @@
 // Gangs: all workers or none. A job's workers go on one node when they fit there, else on the
 // fewest nodes (largest free first, the last one best-fit), inside one rack when one can hold
 // them. Pure: reads the state, returns assignments; the caller applies them.
+// Spot nodes are open to preemptible jobs only: a reclaim would kill the others.
 // Tie-breaks: lower GPU model index, then bucket order (deterministic for a given history).
 #pragma once
 
@@ -29,6 +30,7 @@ enum FilterBit : uint8_t {
   kFilterGpus = 16,
   kFilterMig = 32,
   kFilterUnschedulable = 64,
+  kFilterSpot = 128,  // a spot (reclaimable) node, and the job is not preemptible
 };
 
 struct PlaceResult {

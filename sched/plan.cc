@@ -20,6 +20,8 @@ std::string_view stage_name(Stage s) {
       return "backfill";
     case Stage::Order:
       return "queue-order";
+    case Stage::Autoscale:
+      return "autoscale";
   }
   return "unknown";
 }
@@ -40,6 +42,10 @@ std::string_view wait_code_name(WaitCode c) {
       return "BackfillWouldDelay";
     case WaitCode::AwaitingVictims:
       return "AwaitingVictims";
+    case WaitCode::BudgetExhausted:
+      return "BudgetExhausted";
+    case WaitCode::AwaitingNodes:
+      return "AwaitingNodes";
     case WaitCode::Unexamined:
       return "Unexamined";
   }
@@ -76,15 +82,23 @@ std::string filter_text(uint8_t filter) {
       return "no node offers the requested MIG profile with a free slot";
     case kFilterUnschedulable:
       return "matching nodes are not schedulable";
+    case kFilterSpot:
+      return "only spot nodes match and the job is not preemptible (mark it preemptible to use "
+             "them)";
     default:
       return "not enough free GPUs";
   }
 }
 
+// The name of team or pool `idx` for a message; "?" when the index is out of range.
+template <typename Named>
+std::string name_at(const std::vector<Named>& items, int64_t idx) {
+  return idx >= 0 && idx < static_cast<int64_t>(items.size()) ? items[idx].name : "?";
+}
+
 }  // namespace
 
 std::string describe(const WaitReason& r, const Snapshot& snap) {
-  (void)snap;
   const std::string stage(stage_name(r.stage));
   switch (r.code) {
     case WaitCode::DependencyUnfinished:
@@ -108,6 +122,15 @@ std::string describe(const WaitReason& r, const Snapshot& snap) {
     case WaitCode::AwaitingVictims:
       return fmt::format("{}: {} lower-ranked job(s) are being preempted to make room", stage,
                          r.arg);
+    case WaitCode::BudgetExhausted:
+      return fmt::format(
+          "{}: team {} spent its budget for this period; it starts when the period renews or the "
+          "team's budget_usd is raised",
+          stage, name_at(snap.teams, r.arg));
+    case WaitCode::AwaitingNodes:
+      return fmt::format(
+          "{}: nodes of pool {} are being provisioned for it; it starts when they are up", stage,
+          name_at(snap.pools, r.arg));
     case WaitCode::Unexamined:
       return fmt::format("{}: not reached this cycle", stage);
   }

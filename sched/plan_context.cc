@@ -15,6 +15,7 @@ size_t ShapeHash::operator()(const Shape& s) const {
   mix(static_cast<uint64_t>(s.memory));
   mix(s.model_mask);
   mix(s.mig_and_selector_hash);
+  mix(static_cast<uint64_t>(s.preemptible));
   return h;
 }
 
@@ -30,7 +31,8 @@ Shape shape_of(const SnapshotJob& job) {
           job.worker.cpu.value(),
           job.worker.memory.value(),
           job.gpu_model_mask,
-          h};
+          h,
+          job.preemptible};
 }
 
 PlanContext::PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyTraits& t)

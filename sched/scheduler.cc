@@ -1,11 +1,12 @@
 // The plan() driver: ranks jobs, then walks them once through the stages (dependency,
 // admission, placement, preemption, backfill), applying tentative starts to a what-if copy of
-// the cluster so later jobs see the capacity earlier ones took.
+// the cluster so later jobs see the capacity earlier ones took; then the autoscaler.
 #include "sched/scheduler.h"
 
 #include <optional>
 #include <queue>
 
+#include "sched/autoscale.h"
 #include "sched/internal/plan_context.h"
 #include "sched/queue_order.h"
 #include "util/status.h"
@@ -34,6 +35,11 @@ class Walk {
     const SnapshotJob& job = ctx_.snap.jobs[idx];
     if (job.waiting_on != util::kNoJob) {
       ctx_.wait(job, Stage::Dependency, WaitCode::DependencyUnfinished, job.waiting_on.value());
+      return;
+    }
+    // Before the order check: a team out of money must not hold the line for other teams.
+    if (job.team >= 0 && ctx_.snap.teams[job.team].budget_left <= 0) {
+      ctx_.wait(job, Stage::Admission, WaitCode::BudgetExhausted, job.team);
       return;
     }
     if (blocker_ != util::kNoJob) {
@@ -178,6 +184,8 @@ Plan plan(const Snapshot& snap, const PolicyConfig& cfg, uint64_t /*seed*/) {
   } else {
     walk_ranked(ctx);
   }
+  // Last: the autoscaler buys for what the walk above could not start.
+  if (!snap.pools.empty()) autoscale(snap, cfg.autoscale, ctx.plan);
   return std::move(ctx.plan);
 }
 

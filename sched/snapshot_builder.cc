@@ -1,5 +1,7 @@
 #include "sched/snapshot_builder.h"
 
+#include <algorithm>
+
 #include "util/status.h"
 
 namespace trainyard::sched {
@@ -38,7 +40,43 @@ void add_node(Snapshot& snap, const model::Node& node) {
   n.labels = node.labels;
   if (n.gpu_model >= 0) n.labels[model::kLabelGpuProduct] = snap.gpu_models[n.gpu_model];
   if (!node.pool.empty()) n.labels[model::kLabelPool] = node.pool;
+  n.pool = node.pool.empty() ? -1 : find_pool(snap, node.pool);
+  n.spot = n.pool >= 0 && snap.pools[n.pool].kind == model::PoolKind::Spot;
+  n.idle_since = snap.now;
   snap.nodes.push_back(std::move(n));
+}
+
+int add_pool(Snapshot& snap, const model::Pool& pool) {
+  SnapshotPool p;
+  p.name = pool.name;
+  p.kind = pool.kind;
+  p.autoscaled = pool.autoscaled;
+  p.gpus_per_node = pool.gpus_per_node;
+  p.gpu_model = pool.gpus_per_node > 0 && !pool.gpu_model.empty()
+                    ? intern_gpu_model(snap, pool.gpu_model)
+                    : -1;
+  p.mig_enabled = pool.mig_enabled;
+  p.cpu = pool.cpu;
+  p.memory = pool.memory;
+  // The labels add_node gives the pool's nodes, so node selectors match pools and nodes alike.
+  p.labels = pool.labels;
+  if (p.gpu_model >= 0) p.labels[model::kLabelGpuProduct] = snap.gpu_models[p.gpu_model];
+  p.labels[model::kLabelPool] = pool.name;
+  p.min_nodes = pool.min_nodes;
+  p.max_nodes = pool.max_nodes;
+  p.priority = pool.priority;
+  p.price_per_node_hour = pool.price_per_node_hour;
+  p.idle_timeout = util::seconds_f(std::max(0.0, pool.idle_timeout_seconds));
+  for (const std::string& zone : pool.zones) p.zones.push_back({.name = zone});
+  snap.pools.push_back(std::move(p));
+  return static_cast<int>(snap.pools.size() - 1);
+}
+
+int find_pool(const Snapshot& snap, std::string_view name) {
+  for (size_t i = 0; i < snap.pools.size(); ++i) {
+    if (snap.pools[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 void add_team(Snapshot& snap, const model::Team& team) {

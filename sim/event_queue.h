@@ -17,6 +17,7 @@ enum class EventKind : uint8_t {
   Finish,   // the job's remaining work is done
   Stop,     // a preempted job's grace period ended: it leaves its GPUs
   Replan,   // the policy's order changes with time alone (e.g. a Tiresias demotion)
+  Wake,     // the cloud has news (a node ready, a notice) or an idle node's timeout ends
 };
 
 struct Event {

@@ -12,6 +12,20 @@ Occupancy::Occupancy(const sched::Snapshot& snap) : snap_(&snap), nodes_(snap.no
   }
 }
 
+void Occupancy::add_node(int idx) {
+  if (static_cast<size_t>(idx) >= nodes_.size()) nodes_.resize(idx + 1);
+  const int gpus = snap_->nodes[idx].gpu_count;
+  nodes_[idx] = NodeUse{};
+  nodes_[idx].milli.assign(gpus, 0);
+  nodes_[idx].mig.assign(gpus, 0);
+  capacity_milli_ += int64_t{gpus} * model::kMilliPerGpu;
+}
+
+void Occupancy::remove_node(int idx) {
+  capacity_milli_ -= static_cast<int64_t>(nodes_[idx].milli.size()) * model::kMilliPerGpu;
+  nodes_[idx] = NodeUse{};
+}
+
 int64_t Occupancy::share(const sched::Assignment& a) const {
   if (a.gpu_idx < 0) return 0;
   if (a.mig_profile < 0) return a.milli;

@@ -18,6 +18,10 @@ class Occupancy {
   // Takes the placement of a job, or returns Internal naming the broken rule.
   util::Status take(const sched::SnapshotJob& job, const std::vector<sched::Assignment>& placement);
   void give_back(const sched::SnapshotJob& job, const std::vector<sched::Assignment>& placement);
+  // A node joined the snapshot at `idx` (a new slot at the end, or a freed one reused).
+  void add_node(int idx);
+  // The node at `idx` left; it must hold nothing.
+  void remove_node(int idx);
   int64_t allocated_milli() const { return allocated_milli_; }
   int64_t free_milli() const { return capacity_milli_ - allocated_milli_; }
   int64_t capacity_milli() const { return capacity_milli_; }

@@ -18,6 +18,7 @@
 #include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
 #include "sim/event_queue.h"
+#include "sim/fleet.h"
 #include "sim/occupancy.h"
 
 namespace trainyard::sim {
@@ -41,6 +42,11 @@ struct SimJob {
   int64_t milli = 0;
   std::vector<int32_t> dependents;
   JobOutcome outcome;
+  // Checkpoints of the current attempt: every `interval` of work, each stalling `stall` (so
+  // the attempt runs (interval + stall) / interval slower); 0 = none.
+  Duration interval{0};
+  Duration stall{0};
+  bool interrupted = false;  // the pending stop is a reclaim of one of its nodes
 };
 
 bool cpu_only(const SimJob& j) {
@@ -51,7 +57,9 @@ bool cpu_only(const SimJob& j) {
 class Simulation {
  public:
   Simulation(const Workload& w, const ClusterConfig& c, const SimOptions& o) : w_(w), opts_(o) {
-    for (const auto& n : c.nodes) sched::add_node(snap_, n);
+    if (!opts_.cloud) {
+      for (const auto& n : c.nodes) sched::add_node(snap_, n);
+    }
     for (const auto& t : c.teams) sched::add_team(snap_, t);
     for (const auto& name : w.teams) {
       if (sched::find_team(snap_, name) < 0) {
@@ -80,7 +88,18 @@ class Simulation {
         }
       }
       events_.push(j.trace->submit, EventKind::Arrival, static_cast<int32_t>(i), 0);
+      last_arrival_ = std::max(last_arrival_, j.trace->submit);
     }
+  }
+
+  util::Status init() {
+    if (!opts_.cloud) return util::Status::ok();
+    auto f = Fleet::create(*opts_.cloud, snap_, *occupancy_);
+    if (!f.is_ok()) return f.status();
+    fleet_ = std::move(*f);
+    node_jobs_.clear();
+    events_.push(Time{}, EventKind::Wake, -1, 0);  // pools with minNodes buy at once
+    return util::Status::ok();
   }
 
   util::Result<SimResult> run() {
@@ -91,17 +110,50 @@ class Simulation {
       r.team_weights.push_back(t.weight);
     }
     r.capacity_milli = occupancy_->capacity_milli();
+    Time now = last_time_;
     while (!events_.empty()) {
-      const Time now = events_.top().time;
-      allocated_gpu_us_ += static_cast<double>(occupancy_->allocated_milli()) /
-                           model::kMilliPerGpu * static_cast<double>((now - last_time_).count());
+      now = events_.top().time;
+      if (fleet_ && now > last_arrival_ + opts_.cloud_horizon) {
+        r.stopped_at_horizon = true;
+        break;
+      }
+      const double dt = static_cast<double>((now - last_time_).count());
+      allocated_gpu_us_ +=
+          static_cast<double>(occupancy_->allocated_milli()) / model::kMilliPerGpu * dt;
+      if (fleet_) {
+        cost_usd_ += fleet_->usd_per_hour() * dt / 3.6e9;
+      }
       last_time_ = now;
       bool changed = false;
-      while (!events_.empty() && events_.top().time == now) {
-        changed |= handle(events_.pop(), now, &r);
-      }
+      do {
+        while (!events_.empty() && events_.top().time == now) {
+          changed |= handle(events_.pop(), now, &r);
+        }
+        if (fleet_) {
+          auto c = poll_fleet(now);
+          if (!c.is_ok()) return c.status();
+          changed |= *c;
+        }
+      } while (!events_.empty() && events_.top().time == now);
       if (changed) TY_RETURN_IF_ERROR(decide(now, &r));
-      r.timeline.push_back({now, occupancy_->allocated_milli(), pending_, running_});
+      TimelinePoint p{now, occupancy_->allocated_milli(), pending_, running_};
+      if (fleet_) {
+        p.nodes = fleet_->nodes_up();
+        p.fleet_gpus = fleet_->gpus_up();
+        p.cost_usd = cost_usd_;
+        r.peak_nodes = std::max(r.peak_nodes, p.nodes);
+        r.capacity_milli =
+            std::max<int64_t>(r.capacity_milli, int64_t{p.fleet_gpus} * model::kMilliPerGpu);
+      }
+      r.timeline.push_back(p);
+      if (fleet_ && finished_ == static_cast<int64_t>(jobs_.size())) break;
+    }
+    if (fleet_) {
+      fleet_->close(now);
+      r.cost = fleet_->ledger().report();
+      TY_RETURN_IF_ERROR(fleet_->ledger().check_balanced());
+      r.interruptions = fleet_->interruptions();
+      r.billed_gpu_hours = r.cost->total.gpu_hours;
     }
     for (SimJob& j : jobs_) {
       if (j.phase == Phase::Done) {
@@ -122,6 +174,7 @@ class Simulation {
       opts_.progress(finished_, static_cast<int64_t>(jobs_.size()), now);
     }
     if (e.kind == EventKind::Replan) return e.generation == replan_generation_;
+    if (e.kind == EventKind::Wake) return true;
     SimJob& j = jobs_[e.job];
     if (e.generation != j.generation) return false;
     switch (e.kind) {
@@ -137,6 +190,7 @@ class Simulation {
         stop(e.job, now);
         return true;
       case EventKind::Replan:
+      case EventKind::Wake:
         break;
     }
     return false;
@@ -148,6 +202,7 @@ class Simulation {
     j.snap_idx = static_cast<int>(snap_.jobs.size());
     sched::SnapshotJob sj = sched::make_pending_job(snap_, j.trace->id, j.trace->spec, now);
     sj.remaining = j.trace->duration;
+    if (fleet_ && fleet_->all_preemptible()) sj.preemptible = true;
     sj.waiting_on = first_unfinished_dependency(idx);
     snap_.jobs.push_back(std::move(sj));
     if (opts_.keep_arrival_order)
@@ -168,9 +223,22 @@ class Simulation {
     return util::kNoJob;
   }
 
-  Duration progress(const SimJob& j, Time now) const {
-    return j.saved + std::max(Duration(0), now - j.work_start);
+  // Work done in the attempt so far: wall time since work started, less checkpoint stalls.
+  static Duration work_in_attempt(const SimJob& j, Time now) {
+    const Duration wall = std::max(Duration(0), now - j.work_start);
+    if (j.interval.count() <= 0 || j.stall.count() <= 0) return wall;
+    return Duration(static_cast<int64_t>(static_cast<double>(wall.count()) *
+                                         static_cast<double>(j.interval.count()) /
+                                         static_cast<double>((j.interval + j.stall).count())));
   }
+  static Duration wall_for_work(const SimJob& j, Duration work) {
+    if (j.interval.count() <= 0 || j.stall.count() <= 0) return work;
+    return Duration(static_cast<int64_t>(std::ceil(
+        static_cast<double>(work.count()) * static_cast<double>((j.interval + j.stall).count()) /
+        static_cast<double>(j.interval.count()))));
+  }
+
+  Duration progress(const SimJob& j, Time now) const { return j.saved + work_in_attempt(j, now); }
 
   Duration attained(const SimJob& j, Time now) const {
     return j.base_attained + (now - j.attempt_start) * j.milli / model::kMilliPerGpu;
@@ -179,6 +247,7 @@ class Simulation {
   void leave_gpus(SimJob& j, Time now) {
     sched::SnapshotJob& sj = snap_.jobs[j.snap_idx];
     occupancy_->give_back(sj, sj.placement);
+    if (fleet_) hold(j, sj.placement, -1, now);
     j.base_attained = attained(j, now);
     --running_;
   }
@@ -198,12 +267,15 @@ class Simulation {
 
   void stop(int32_t idx, Time now) {
     SimJob& j = jobs_[idx];
-    const Duration useful = std::max(Duration(0), now - j.work_start);
-    const Duration interval = j.trace->spec.checkpoint_interval;
+    const Duration useful = work_in_attempt(j, now);
+    const Duration interval = j.interval;
     const Duration kept = interval.count() > 0 ? (useful / interval) * interval : Duration(0);
     j.saved += kept;
     j.outcome.lost_work += useful - kept;
     ++j.outcome.preemptions;
+    if (j.interrupted) ++j.outcome.interruptions;
+    if (fleet_) record_lost(j, useful - kept, now);
+    j.interrupted = false;
     leave_gpus(j, now);
     ++j.generation;  // the scheduled Finish no longer applies
     j.phase = Phase::Pending;
@@ -248,9 +320,9 @@ class Simulation {
 
   util::Status decide(Time now, SimResult* r) {
     const bool preemptive = traits_.victims != sched::VictimRule::None;
-    if (!preemptive && occupancy_->free_milli() == 0 && cpu_only_pending_ == 0)
+    if (!fleet_ && !preemptive && occupancy_->free_milli() == 0 && cpu_only_pending_ == 0)
       return util::Status::ok();
-    if (pending_ == 0) return util::Status::ok();
+    if (pending_ == 0 && !fleet_) return util::Status::ok();
     refresh_snapshot(now);
     const sched::Plan plan = sched::plan(snap_, opts_.policy, opts_.seed);
     ++r->plan_calls;
@@ -261,6 +333,13 @@ class Simulation {
     }
     for (const auto& p : plan.preemptions) notice(p.job, now);
     for (const auto& s : plan.starts) TY_RETURN_IF_ERROR(start(s, now));
+    if (fleet_) {
+      for (const auto& rel : plan.releases) snap_.nodes[rel.node_idx].schedulable = false;
+      TY_RETURN_IF_ERROR(fleet_->apply(plan, now));
+      auto c = poll_fleet(now);  // releases and refusals take effect at once
+      if (!c.is_ok()) return c.status();
+      wake_at_next_cloud_event(now);
+    }
     if (auto next = sched::next_decision_time(snap_, opts_.policy)) {
       events_.push(*next, EventKind::Replan, -1, ++replan_generation_);
     }
@@ -269,13 +348,106 @@ class Simulation {
 
   SimJob& by_id(util::JobId id) { return jobs_[id.value() - 1]; }
 
-  void notice(util::JobId id, Time now) {
-    SimJob& j = by_id(id);
-    TY_CHECK(j.phase == Phase::Running);
+  void notice(util::JobId id, Time now) { notice_until(by_id(id), now + opts_.grace_period); }
+
+  void notice_until(SimJob& j, Time deadline) {
+    TY_CHECK(j.phase == Phase::Running || j.phase == Phase::Preempting);
     j.phase = Phase::Preempting;
     snap_.jobs[j.snap_idx].phase = sched::JobPhase::Preempting;
-    events_.push(now + opts_.grace_period, EventKind::Stop, static_cast<int32_t>(id.value() - 1),
+    events_.push(deadline, EventKind::Stop, static_cast<int32_t>(j.trace->id.value() - 1),
                  j.generation);
+  }
+
+  // Cloud events up to now. A reclaimed node's jobs get the provider's deadline as their grace
+  // period; with no time left they stop at once, before the node goes.
+  util::Result<bool> poll_fleet(Time now) {
+    auto changed = fleet_->poll(now, [&](const FleetNotice& n) { on_reclaim(n, now); });
+    if (!changed.is_ok()) return changed.status();
+    return *changed;
+  }
+
+  void on_reclaim(const FleetNotice& n, Time now) {
+    if (static_cast<size_t>(n.node_idx) >= node_jobs_.size()) return;
+    const auto holders = node_jobs_[n.node_idx];  // stop() edits the list
+    for (const auto& [idx, milli] : holders) {
+      SimJob& j = jobs_[idx];
+      if (j.phase != Phase::Running && j.phase != Phase::Preempting) continue;
+      j.interrupted = true;
+      if (n.deadline <= now) {
+        stop(idx, now);
+      } else {
+        notice_until(j, n.deadline);
+      }
+    }
+  }
+
+  void wake_at_next_cloud_event(Time now) {
+    const auto next = fleet_->next_event();
+    if (!next || *next <= now) return;
+    if (next_wake_ > now && next_wake_ <= *next) return;  // an earlier wake is queued
+    next_wake_ = *next;
+    events_.push(*next, EventKind::Wake, -1, 0);
+  }
+
+  // Adds (sign +1) or removes (-1) the job's share of each node it is placed on, and re-splits
+  // those nodes' cost in the ledger.
+  void hold(const SimJob& j, const std::vector<sched::Assignment>& placement, int sign, Time now) {
+    const int32_t idx = static_cast<int32_t>(j.trace->id.value() - 1);
+    std::vector<int> touched;
+    for (const auto& a : placement) {
+      if (static_cast<size_t>(a.node_idx) >= node_jobs_.size()) node_jobs_.resize(a.node_idx + 1);
+      auto& list = node_jobs_[a.node_idx];
+      const int64_t milli = a.gpu_idx < 0 ? 0 : (a.milli > 0 ? a.milli : model::kMilliPerGpu);
+      auto it =
+          std::find_if(list.begin(), list.end(), [&](const auto& p) { return p.first == idx; });
+      if (sign > 0) {
+        if (it == list.end()) {
+          list.emplace_back(idx, milli);
+        } else {
+          it->second += milli;
+        }
+      } else if (it != list.end()) {
+        it->second -= milli;
+        if (it->second <= 0) list.erase(it);
+      }
+      if (std::find(touched.begin(), touched.end(), a.node_idx) == touched.end())
+        touched.push_back(a.node_idx);
+    }
+    for (int node : touched) {
+      std::vector<cloud::CostShare> shares;
+      for (const auto& [jid, milli] : node_jobs_[node]) {
+        shares.push_back({.job = std::to_string(jobs_[jid].trace->id.value()),
+                          .team = team_name(jobs_[jid]),
+                          .gpu_milli = milli});
+      }
+      if (auto idle_end = fleet_->set_holders(node, std::move(shares), now)) {
+        events_.push(*idle_end, EventKind::Wake, -1, 0);
+      }
+    }
+  }
+
+  void record_lost(const SimJob& j, Duration lost, Time now) {
+    if (lost <= Duration(0)) return;
+    const auto& placement = snap_.jobs[j.snap_idx].placement;
+    std::vector<std::pair<int, int64_t>> per_node;
+    for (const auto& a : placement) {
+      const int64_t milli = a.gpu_idx < 0 ? 0 : (a.milli > 0 ? a.milli : model::kMilliPerGpu);
+      auto it = std::find_if(per_node.begin(), per_node.end(),
+                             [&](const auto& p) { return p.first == a.node_idx; });
+      if (it == per_node.end()) {
+        per_node.emplace_back(a.node_idx, milli);
+      } else {
+        it->second += milli;
+      }
+    }
+    for (const auto& [node, milli] : per_node) {
+      fleet_->record_lost_work(node, std::to_string(j.trace->id.value()), team_name(j), milli, lost,
+                               now, j.interrupted);
+    }
+  }
+
+  std::string team_name(const SimJob& j) const {
+    return j.outcome.team >= 0 ? snap_.teams[j.outcome.team].name : std::string("-");
   }
 
   util::Status start(const sched::StartAction& s, Time now) {
@@ -292,13 +464,26 @@ class Simulation {
     ++j.attempts;
     j.attempt_start = now;
     j.work_start = now + delay;
+    j.interval = j.trace->spec.checkpoint_interval;
+    j.stall = Duration(0);
+    if (fleet_ && !s.placement.empty()) {
+      std::vector<int> nodes;
+      for (const auto& a : s.placement) {
+        if (std::find(nodes.begin(), nodes.end(), a.node_idx) == nodes.end())
+          nodes.push_back(a.node_idx);
+      }
+      j.interval = fleet_->checkpoint_interval(s.placement.front().node_idx,
+                                               static_cast<int>(nodes.size()), j.interval);
+      if (j.interval.count() > 0) j.stall = fleet_->checkpoint_cost();
+      hold(j, s.placement, +1, now);
+    }
     j.phase = Phase::Running;
     --pending_;
     ++running_;
     if (cpu_only(j)) {
       --cpu_only_pending_;
     }
-    events_.push(j.work_start + (j.trace->duration - j.saved), EventKind::Finish,
+    events_.push(j.work_start + wall_for_work(j, j.trace->duration - j.saved), EventKind::Finish,
                  static_cast<int32_t>(s.job.value() - 1), j.generation);
     return util::Status::ok();
   }
@@ -318,6 +503,12 @@ class Simulation {
   uint32_t replan_generation_ = 0;
   Time last_time_{};
   double allocated_gpu_us_ = 0;
+  // Cloud runs.
+  std::unique_ptr<Fleet> fleet_;
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> node_jobs_;  // node -> (job, milli)
+  Time last_arrival_{};
+  Time next_wake_{};
+  double cost_usd_ = 0;
 };
 
 }  // namespace
@@ -328,6 +519,7 @@ util::Result<SimResult> simulate(const Workload& workload, const ClusterConfig& 
   if (!traits.is_ok()) return traits.status();
   const Duration t0 = util::WallClock::steady_now();
   Simulation sim(workload, cluster, opts);
+  TY_RETURN_IF_ERROR(sim.init());
   auto r = sim.run();
   if (r.is_ok()) r->wall_seconds = util::to_seconds(util::WallClock::steady_now() - t0);
   return r;

@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cloud/cost_ledger.h"
 #include "model/cluster_config.h"
 #include "sched/policy_config.h"
 #include "sim/workload.h"
@@ -17,6 +20,8 @@
 #include "util/status.h"
 
 namespace trainyard::sim {
+
+struct CloudScenario;  // sim/fleet.h
 
 using model::ClusterConfig;
 using model::load_cluster_yaml;
@@ -36,6 +41,11 @@ struct SimOptions {
   // Called about every `progress_every` events with (jobs finished, jobs total, virtual now).
   std::function<void(int64_t, int64_t, util::Time)> progress;
   int64_t progress_every = 200000;
+  // Buy the cluster from a simulated cloud instead (sim/fleet.h): the cluster's own nodes are
+  // ignored, its teams kept. The run stops `cloud_horizon` after the last arrival even if jobs
+  // are left (restart-from-scratch on spot may never finish a long job).
+  std::shared_ptr<const CloudScenario> cloud;
+  util::Duration cloud_horizon = util::seconds(60 * 86400);
 };
 
 struct JobOutcome {
@@ -50,6 +60,7 @@ struct JobOutcome {
   int preemptions = 0;
   util::Duration lost_work{0};  // useful work thrown away by preemptions (wall time)
   util::Duration restart_overhead{0};
+  int interruptions = 0;  // of its preemptions, those because the cloud reclaimed a node
 };
 
 // The cluster state after each batch of same-time events.
@@ -58,6 +69,9 @@ struct TimelinePoint {
   int64_t allocated_milli;  // GPU share held by running and preempting jobs
   int32_t pending;
   int32_t running;
+  int32_t nodes = 0;       // cloud runs: nodes up
+  int32_t fleet_gpus = 0;  // cloud runs: GPUs up
+  double cost_usd = 0;     // cloud runs: money spent so far
 };
 
 struct SimResult {
@@ -72,6 +86,13 @@ struct SimResult {
   int64_t unfinished = 0;  // jobs that can never run on this cluster
   double allocated_gpu_seconds = 0;
   double wall_seconds = 0;
+  // Cloud runs: the showback (per job, team and pool, idle and lost work) and the bill, and
+  // whether the accounting balanced to the unit (check_balanced).
+  std::optional<cloud::CostReport> cost;
+  int64_t interruptions = 0;
+  double billed_gpu_hours = 0;
+  int32_t peak_nodes = 0;
+  bool stopped_at_horizon = false;
 };
 
 // Fails only on an unknown policy or a broken invariant (a bug: the message says which).

@@ -14,6 +14,11 @@ inline bool model_allowed(const SnapshotJob& job, int gpu_model) {
   return job.gpu_model_mask == 0 || (gpu_model >= 0 && ((job.gpu_model_mask >> gpu_model) & 1));
 }
 
+// A job that is not preemptible never runs on spot capacity: a reclaim would kill it.
+inline bool spot_ok(const SnapshotJob& job, const SnapshotNode& n) {
+  return job.preemptible || !n.spot;
+}
+
 // The MIG profile `profile` of the node's GPU model (its index in *index), or nullptr.
 const model::MigProfile* mig_profile_on(const Snapshot& snap, const SnapshotNode& n,
                                         const std::string& profile, int* index);

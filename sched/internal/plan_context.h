@@ -21,6 +21,7 @@ struct Shape {
   int64_t milli, cpu, memory;
   uint64_t model_mask;
   size_t mig_and_selector_hash;
+  bool preemptible;  // spot nodes are open to preemptible jobs only
   bool operator==(const Shape&) const = default;
 };
 struct ShapeHash {

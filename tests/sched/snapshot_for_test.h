@@ -18,6 +18,7 @@ struct NodeOpts {
   bool mig = false;
   model::Labels labels;
   bool schedulable = true;
+  std::string pool;  // add the pool first (pool()) so the node finds it
 };
 
 struct JobOpts {
@@ -63,7 +64,12 @@ class SnapshotForTest {
     n.rack = o.rack;
     n.labels = o.labels;
     n.state = o.schedulable ? model::NodeState::Ready : model::NodeState::Draining;
+    n.pool = o.pool;
     add_node(snap_, n);
+    return *this;
+  }
+  SnapshotForTest& pool(const model::Pool& p) {
+    add_pool(snap_, p);
     return *this;
   }
   SnapshotForTest& team(const std::string& name, double weight = 1.0,

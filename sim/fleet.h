@@ -1,0 +1,137 @@
+// The simulator's cloud: pools of nodes bought through simcloud on the simulation's virtual
+// clock, nodes that join and leave the scheduler's snapshot, interruption notices, and the cost
+// ledger that prices every node-second. The Simulation owns the jobs; the Fleet owns the nodes.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cloud/cost_ledger.h"
+#include "cloud/pool_offerings.h"
+#include "cloud/provider.h"
+#include "cloud/simcloud.h"
+#include "cloud/spot_advisor.h"
+#include "sched/plan.h"
+#include "sched/snapshot.h"
+#include "sim/occupancy.h"
+#include "util/clock.h"
+
+namespace trainyard::sim {
+
+// How jobs protect their work on nodes that may be reclaimed.
+enum class CheckpointPolicy {
+  None,     // restart from scratch after every preemption or interruption
+  JobSpec,  // the job's own checkpoint interval (from the trace or spec)
+  Young,    // sqrt(2 · checkpoint cost · MTBF), MTBF from the pool's interruption rate
+};
+
+// A capacity scenario: what the simulator may buy and how jobs checkpoint.
+struct CloudScenario {
+  std::string name;
+  std::vector<model::Pool> pools;          // cloud pools (instanceType: ...), resolved at start
+  std::vector<cloud::Offering> offerings;  // the catalog
+  cloud::SpotAdvisor advisor;
+  cloud::SimCloudOptions simcloud;
+  CheckpointPolicy checkpoints = CheckpointPolicy::Young;
+  util::Duration checkpoint_cost = util::seconds(30);  // δ: training stalls this long per save
+  util::Duration zone_backoff = util::seconds(600);    // avoid a zone that reclaimed a node
+  util::Duration spot_retry = util::seconds(300);      // after "no spot capacity"
+  // Treat every job as preemptible (spot scenarios), whatever its spec says.
+  bool all_preemptible = false;
+};
+
+// A node interruption the simulation must act on: stop the node's jobs by `deadline`.
+struct FleetNotice {
+  int node_idx = -1;
+  util::Time deadline{};
+};
+
+class Fleet {
+ public:
+  // Resolves the pools against the catalog and adds them to `snap`. Errors name the pool.
+  static util::Result<std::unique_ptr<Fleet>> create(const CloudScenario& scenario,
+                                                     sched::Snapshot& snap, Occupancy& occupancy);
+
+  // Carries out the plan's scale-ups and releases at `now`.
+  util::Status apply(const sched::Plan& plan, util::Time now);
+  // Provider events up to `now`, in order: nodes that came up join the snapshot; for a notice
+  // `on_reclaim` is called at once, so the simulation stops the node's jobs (at once when the
+  // deadline has come) before the node goes. Returns true when the snapshot changed.
+  util::Result<bool> poll(util::Time now,
+                          const std::function<void(const FleetNotice&)>& on_reclaim);
+  // The next time the provider will report something, if known.
+  std::optional<util::Time> next_event() const { return provider_->next_event_time(); }
+  // The jobs on a node changed: re-split its cost; an emptied node starts its idle clock.
+  // Returns when the node may be released if it stays idle (for a replan), if ever.
+  std::optional<util::Time> set_holders(int node_idx, std::vector<cloud::CostShare> shares,
+                                        util::Time now);
+  // Work a job lost on a node (for the cost report).
+  void record_lost_work(int node_idx, const std::string& job, const std::string& team,
+                        int64_t milli, util::Duration lost, util::Time now, bool interruption);
+  // Releases every node at `now` and closes the books.
+  void close(util::Time now);
+
+  // Checkpoint interval for a job starting on `nodes` nodes, the first `node_idx`, under the
+  // scenario's policy. A gang stops when any of its nodes is reclaimed: its rate is n times one.
+  util::Duration checkpoint_interval(int node_idx, int nodes,
+                                     util::Duration job_spec_interval) const;
+  bool node_is_spot(int node_idx) const;
+  bool all_preemptible() const { return scenario_.all_preemptible; }
+  util::Duration checkpoint_cost() const { return scenario_.checkpoint_cost; }
+
+  const cloud::CostLedger& ledger() const { return ledger_; }
+  int nodes_up() const { return up_; }
+  int gpus_up() const { return gpus_up_; }
+  // Running bill: USD per hour of every node up now.
+  double usd_per_hour() const { return usd_per_hour_; }
+  int interruptions() const { return interruptions_; }
+  int provisioning() const;
+
+ private:
+  struct PoolState {
+    cloud::PoolOfferings offerings;
+    int next_name = 0;
+    double spot_node_hours = 0;  // for the observed interruption rate
+    int interruptions = 0;
+    double prior_rate = 0;  // interruptions per node-hour before any are observed
+  };
+  struct Request {
+    int pool = -1;
+    int zone = -1;
+    double price = 0;
+    int node_idx = -1;  // once ready
+    bool done = false;  // gone or failed
+  };
+  struct Slot {
+    cloud::RequestId request = 0;  // 0: free slot
+    util::Time up_since{};
+    std::string name;
+  };
+
+  Fleet(const CloudScenario& scenario, sched::Snapshot& snap, Occupancy& occupancy);
+  util::Status node_ready(cloud::RequestId id, util::Time now);
+  void node_gone(cloud::RequestId id, util::Time now);
+  double pool_rate(int pool) const;
+
+  const CloudScenario& scenario_;
+  sched::Snapshot& snap_;
+  Occupancy& occupancy_;
+  util::VirtualClock clock_;
+  cloud::ProviderPtr provider_;
+  cloud::CostLedger ledger_;
+  std::vector<PoolState> pools_;
+  std::vector<Request> requests_;  // by request id - 1
+  std::vector<Slot> slots_;        // by snapshot node index
+  std::vector<int> free_slots_;
+  util::Time polled_{};
+  std::vector<std::pair<cloud::RequestId, int>> handled_at_polled_;  // (request, event kind)
+  int up_ = 0;
+  int gpus_up_ = 0;
+  double usd_per_hour_ = 0;
+  int interruptions_ = 0;
+};
+
+}  // namespace trainyard::sim
