@@ -30,7 +30,8 @@ Runner add_nodes(CLI::App& app) {
     std::string output;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("nodes", "List the nodes (this machine's GPUs) and their use");
+  CLI::App* cmd = app.add_subcommand(
+      "nodes", "List the nodes (this machine's GPUs and cloud pools' nodes) and their use");
   cmd->add_option("-o,--output", o->output, "json or yaml");
   add_client_options(*cmd, o->client);
   return [o] {
@@ -40,14 +41,20 @@ Runner add_nodes(CLI::App& app) {
     return print(*r, o->output, [&] {
       std::vector<std::vector<std::string>> rows;
       for (const auto& n : (*r)["items"]) {
+        const std::string zone = n.value("zone", "");
+        const double price = n.value("pricePerHour", 0.0);
         rows.push_back(
             {cell(n["name"]), n["gpuModel"].get<std::string>().empty() ? "-" : cell(n["gpuModel"]),
              fmt::format("{}/{}", cell(n["gpusInUse"]), cell(n["gpus"])),
              n["simulated"].get<bool>() ? "simulated" : "real", n["mig"].get<bool>() ? "yes" : "no",
              fmt::format("{}", n["cpuMilli"].get<int64_t>() / 1000),
-             fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30)});
+             fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30), n.value("pool", "-"),
+             zone.empty() ? "-" : zone, n.value("state", "ready"),
+             price > 0 ? fmt::format("{:.4f}", price) : "-"});
       }
-      std::cout << render_table({"NAME", "GPU", "IN USE", "KIND", "MIG", "CPU", "MEMORY"}, rows);
+      std::cout << render_table(
+          {"NAME", "GPU", "IN USE", "KIND", "MIG", "CPU", "MEMORY", "POOL", "ZONE", "STATE", "$/H"},
+          rows);
     });
   };
 }

@@ -1,6 +1,7 @@
 // `trainyard cost advise --gpus N [--workers W] [--accelerator X]... [--spot]`: ranks the price
 // catalog's offerings for a job by cost per unit of work (docs/cloud.md), so a user sees which
 // machine trains cheapest, not which is cheapest per hour. Reads local files; no server needed.
+// `trainyard cost` alone asks the server for its cost report (cost_report_command.cc).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/cost_commands.h"
 #include "cli/output.h"
 #include "cloud/advise.h"
 #include "cloud/catalog.h"
@@ -79,8 +81,13 @@ int run_advise(const CostAdviseOptions& o) {
 
 Runner add_cost_command(CLI::App& app) {
   auto o = std::make_shared<CostAdviseOptions>();
-  CLI::App* cost = app.add_subcommand("cost", "Cloud GPU prices and right-sizing");
-  cost->require_subcommand(1);
+  auto report_options = std::make_shared<CostReportOptions>();
+  CLI::App* cost = app.add_subcommand(
+      "cost",
+      "What GPUs cost: the server's report by team, pool and job (idle and lost work "
+      "included); `cost advise` ranks cloud offerings");
+  cost->require_subcommand(0, 1);
+  add_cost_report_options(*cost, *report_options);
   CLI::App* advise =
       cost->add_subcommand("advise", "Rank catalog offerings by cost per unit of training work");
   advise->add_option("--gpus", o->gpus, "GPUs per worker")->required()->check(CLI::Range(1, 1024));
@@ -99,7 +106,9 @@ Runner add_cost_command(CLI::App& app) {
   advise->add_option("--top", o->top, "Rows to print")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  return [o] { return run_advise(*o); };
+  return [o, report_options, advise] {
+    return advise->parsed() ? run_advise(*o) : run_cost_report(*report_options);
+  };
 }
 
 }  // namespace trainyard::cli

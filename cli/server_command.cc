@@ -23,6 +23,10 @@ Runner add_server_command(CLI::App& app, const std::string& self_path) {
   cmd->add_option("--config", opts->config,
                   "YAML config: policy, teams and quotas, retry backoff, notice signal "
                   "(docs/server.md)");
+  cmd->add_option("--provider", opts->provider,
+                  "Where nodes come from: static (this machine's GPUs) or simcloud (also the "
+                  "config's capacity.pools, bought from the simulated cloud); overrides "
+                  "capacity.provider");
   cmd->add_flag("--require-auth", opts->require_auth,
                 "Require a token even on loopback (always required on other addresses)");
   return [opts] { return server::run_server(*opts); };

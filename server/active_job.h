@@ -33,8 +33,9 @@ struct ActiveJob {
   StopCause stop = StopCause::None;
   util::Time kill_at{};  // SIGKILL the workers still alive at this time
   std::string stop_reason;
-  std::string failure_detail;  // first worker failure of this attempt, e.g. "exited with code 3"
-  std::string wait_reason;     // the scheduler's latest explanation while pending
+  std::string interrupted_node;  // the stop is a provider's reclaim of this node
+  std::string failure_detail;    // first worker failure of this attempt, e.g. "exited with code 3"
+  std::string wait_reason;       // the scheduler's latest explanation while pending
   // Commit time of the job's newest checkpoint, read from its checkpoint directory at most
   // every few seconds while it runs (the scheduler prefers victims with fresh ones).
   util::Time last_checkpoint{};

@@ -113,15 +113,28 @@ util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) cons
   int total = 0;
   model::CpuMilli cpu{0};
   model::Bytes memory{0};
-  for (const auto& n : nodes_) {
-    cpu = std::max(cpu, n.node.cpu);
-    memory = std::max(memory, n.node.memory);
+  // This machine's nodes and every cloud pool's node shape (max_nodes of them): a job that
+  // fits a pool waits for the autoscaler to buy the nodes.
+  std::vector<model::Node> shapes;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& n : nodes_)
+      if (!n.cloud) shapes.push_back(n.node);
+  }
+  for (const auto& p : cloud_pools_) {
+    model::Node n{
+        .gpu_model = p.gpu_model, .gpu_count = p.gpus_per_node, .cpu = p.cpu, .memory = p.memory};
+    for (int i = 0; i < p.max_nodes; ++i) shapes.push_back(n);
+  }
+  for (const auto& node : shapes) {
+    cpu = std::max(cpu, node.cpu);
+    memory = std::max(memory, node.memory);
     if (!spec.allowed_gpu_models.empty() &&
-        std::find(spec.allowed_gpu_models.begin(), spec.allowed_gpu_models.end(),
-                  n.node.gpu_model) == spec.allowed_gpu_models.end())
+        std::find(spec.allowed_gpu_models.begin(), spec.allowed_gpu_models.end(), node.gpu_model) ==
+            spec.allowed_gpu_models.end())
       continue;
-    most = std::max(most, n.node.gpu_count);
-    total += n.node.gpu_count;
+    most = std::max(most, node.gpu_count);
+    total += node.gpu_count;
   }
   const bool wants_gpu =
       spec.worker.gpus > 0 || spec.worker.gpu_milli.value() > 0 || !spec.worker.mig_profile.empty();

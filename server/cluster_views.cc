@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "server/control_plane.h"
+#include "server/fleet.h"
 
 namespace trainyard::server {
 
@@ -39,9 +40,52 @@ nlohmann::json ControlPlane::nodes() const {
                    {"cpuMilli", n.node.cpu.value()},
                    {"memoryBytes", n.node.memory.value()},
                    {"labels", n.node.labels},
+                   {"pool", n.node.pool},
+                   {"zone", n.zone},
+                   {"state", n.cloud ? std::string(model::node_state_name(n.node.state)) : "ready"},
+                   {"pricePerHour", n.price_per_hour},
+                   {"cloud", n.cloud},
                    {"devices", std::move(gpus)}});
   }
-  return nlohmann::json{{"items", std::move(arr)}};
+  if (fleet_) {
+    // Requested and not up yet: shown so a user sees the capacity coming.
+    for (const auto& [id, f] : fleet_->nodes()) {
+      if (f.state != FleetNodeState::Provisioning) continue;
+      const FleetPool& p = fleet_->pools()[f.pool];
+      arr.push_back({{"name", f.name},
+                     {"gpuModel", p.pool.gpu_model},
+                     {"gpus", p.pool.gpus_per_node},
+                     {"gpusInUse", 0},
+                     {"simulated", true},
+                     {"mig", false},
+                     {"cpuMilli", p.pool.cpu.value()},
+                     {"memoryBytes", p.pool.memory.value()},
+                     {"labels", p.pool.labels},
+                     {"pool", p.pool.name},
+                     {"zone", f.zone >= 0 ? p.zones[f.zone].name : ""},
+                     {"state", "provisioning"},
+                     {"pricePerHour", f.price_per_hour},
+                     {"cloud", true},
+                     {"devices", nlohmann::json::array()}});
+    }
+  }
+  nlohmann::json pools = nlohmann::json::array();
+  if (fleet_) {
+    for (const auto& p : fleet_->pools()) {
+      pools.push_back({{"name", p.pool.name},
+                       {"kind", std::string(model::pool_kind_name(p.pool.kind))},
+                       {"provider", p.pool.provider},
+                       {"instanceType", p.pool.instance_type},
+                       {"region", p.pool.region},
+                       {"gpuModel", p.pool.gpu_model},
+                       {"gpusPerNode", p.pool.gpus_per_node},
+                       {"minNodes", p.pool.min_nodes},
+                       {"maxNodes", p.pool.max_nodes},
+                       {"pricePerNodeHour", p.pool.price_per_node_hour},
+                       {"interruptions", p.interruptions}});
+    }
+  }
+  return nlohmann::json{{"items", std::move(arr)}, {"pools", std::move(pools)}};
 }
 
 nlohmann::json ControlPlane::queues(const Principal& who) const {

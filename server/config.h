@@ -3,14 +3,20 @@
 // and the teams with their quotas (same shape as a cluster file's teams). See docs/server.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "model/node.h"
 #include "model/team.h"
 #include "sched/policy_config.h"
 #include "server/alerts_config.h"
 #include "util/clock.h"
 #include "util/status.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace trainyard::server {
 
@@ -20,6 +26,28 @@ struct TelemetryConfig {
   util::Duration interval = std::chrono::seconds(1);
   int ring_samples = 3600;
   int retention_days = 30;
+};
+
+// Where nodes come from (the `capacity:` section, docs/server.md). `static`: only this machine's
+// GPUs (--gpus). `simcloud`: also the cloud pools below, bought from the simulated cloud and run
+// on this machine as synthetic GPUs, so the whole capacity loop runs without a cloud account.
+enum class CapacityProvider { Static, SimCloud };
+
+struct CapacityConfig {
+  CapacityProvider provider = CapacityProvider::Static;
+  std::string catalog = "../shared/catalog";  // SkyPilot-format price CSVs (+ Spot Advisor)
+  uint64_t seed = 1;
+  // Exact spot interruptions per node-hour for every simcloud spot node; nullopt = the Spot
+  // Advisor bucket of the offering (docs/cloud.md).
+  std::optional<double> interruption_rate_per_hour;
+  // Request -> ready. simcloud's realistic 90 s makes a live demo slow; 5 s keeps it quick.
+  util::Duration provisioning_delay = std::chrono::seconds(5);
+  std::optional<util::Duration> notice;  // overrides each provider's interruption notice lead
+  // After a reclaim in a zone, the pool buys elsewhere for this long.
+  util::Duration zone_backoff = std::chrono::minutes(10);
+  // After a spot request failed for want of capacity, no spot request for this long.
+  util::Duration spot_unavailable_backoff = std::chrono::minutes(5);
+  std::vector<model::Pool> pools;  // cloud pools (autoscaled); resolved against the catalog
 };
 
 struct ServerConfig {
@@ -36,10 +64,15 @@ struct ServerConfig {
   // The expected time between interruptions before any is observed: the prior of the MTBF that
   // jobs get as TRAINYARD_MTBF_SECONDS for their checkpoint interval (Young's rule).
   util::Duration mtbf_prior = std::chrono::hours(4);
+  CapacityConfig capacity;
 };
 
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file);
 util::Result<ServerConfig> load_server_config(const std::string& path);
+// The `capacity:` section (capacity_config.cc); spotFallbackWait goes to out.policy.autoscale.
+util::Status parse_capacity_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+// "static" or "simcloud" (also what --provider takes).
+util::Result<CapacityProvider> parse_capacity_provider(const std::string& text);
 
 // "SIGTERM", "TERM", "SIGUSR1", "15" -> signal number.
 util::Result<int> parse_signal(const std::string& text);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
+#include "server/fleet.h"
 #include "server/tx.h"
 #include "util/log.h"
 
@@ -62,6 +63,17 @@ ControlPlane::ControlPlane(const ControlPlaneOptions& options, exec::Executor& e
     : options_(options), executor_(executor), clock_(clock) {}
 
 ControlPlane::~ControlPlane() {
+  if (committer_) {
+    // The cost of intervals still open is written now, so a clean stop loses no billing.
+    std::lock_guard lock(mu_);
+    ledger_.advance(ledger_time(clock_.now()));
+    Tx tx;
+    persist_cost(tx);
+    if (!tx.empty()) {
+      if (auto st = committer_->commit([&](store::Store& s) { return tx.write(s); }); !st.is_ok())
+        TY_LOG_ERROR("cannot write the last cost records: {}", st.message());
+    }
+  }
   if (recorder_) recorder_->stop();  // writes the minute in progress while the store is open
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -139,7 +151,14 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   cp->hostname_ = host;
+  cp->next_node_id_ = static_cast<int64_t>(cp->nodes_.size()) + 1;
+  const CapacityConfig& capacity = options.config.capacity;
+  if (capacity.provider == CapacityProvider::SimCloud && !capacity.pools.empty()) {
+    TY_ASSIGN_OR_RETURN(cp->fleet_, Fleet::open(capacity, clock));
+    for (const auto& p : cp->fleet_->pools()) cp->cloud_pools_.push_back(p.pool);
+  }
   TY_RETURN_IF_ERROR(cp->recover());
+  TY_RETURN_IF_ERROR(cp->restore_cost());
   return cp;
 }
 

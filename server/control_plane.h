@@ -21,13 +21,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cloud/cost_ledger.h"
 #include "exec/executor.h"
 #include "model/node.h"
+#include "sched/plan.h"
 #include "server/active_job.h"
 #include "server/alerts_service.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/group_commit.h"
+#include "server/local_node.h"
 #include "server/metrics.h"
 #include "server/telemetry_recorder.h"
 #include "store/store.h"
@@ -36,17 +39,12 @@
 
 namespace trainyard::server {
 
+class Fleet;
+
 struct ControlPlaneOptions {
   std::filesystem::path state_dir;  // jobs/<id>/attempt-<n>/rank-<r>/, checkpoints/<id>/
   std::filesystem::path db_path;    // empty = state_dir/state.db
   ServerConfig config;
-};
-
-// The GPUs of this machine as scheduler nodes: one node per GPU model.
-struct LocalNode {
-  model::Node node;
-  std::vector<telemetry::GpuDevice> gpus;  // gpu_idx -> device
-  bool simulated = false;
 };
 
 struct LogChunk {
@@ -87,8 +85,19 @@ class ControlPlane {
   util::Result<nlohmann::json> job_checkpoints(util::JobId id, const Principal& who);
   util::Result<LogChunk> job_log(util::JobId id, int attempt, int rank, int64_t offset,
                                  int64_t max_bytes, const Principal& who);
+  // This machine's nodes and the fleet's (cloud pools: provisioning, ready, draining), with
+  // pool, zone, state and price (cluster_views.cc).
   nlohmann::json nodes() const;
   nlohmann::json queues(const Principal& who) const;
+  // GET /api/v1/cost (cost_views.cc): the ledger's report over [since, until) — ISO 8601 times
+  // or "-24h"-style offsets from now; since defaults to the start of this UTC month, until to
+  // now. An admin sees everything (`team` filters jobs and teams; total and pools stay the whole
+  // bill); a team token sees only its team's jobs and row, with total = its team's totals.
+  util::Result<nlohmann::json> cost(const std::string& team, const std::string& since,
+                                    const std::string& until, const Principal& who);
+  // POST /api/v1/nodes/{name}/interrupt (admin; a test and demo aid): simcloud reclaims the node
+  // after its notice lead, as a spot interruption would (capacity_loop.cc).
+  util::Result<nlohmann::json> interrupt_node(const std::string& name, const Principal& who);
 
   // Telemetry (telemetry_views.cc). Only a plane opened with a sampler records telemetry; one
   // opened with nodes answers with no GPUs and no samples.
@@ -141,11 +150,34 @@ class ControlPlane {
   void fail_broken_dependencies(Tx& tx);
   void apply_plan(Tx& tx);
   util::Status commit(Tx& tx);
-  void begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx);
+  // `deadline`: when the workers are killed (an interruption's reclaim time); default: now plus
+  // the job's grace period.
+  void begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx,
+                  std::optional<util::Time> deadline = std::nullopt);
   void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx);
   void start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement, Tx& tx);
 
   sched::Snapshot build_snapshot(std::vector<util::JobId>& backing_off);
+
+  // The capacity loop (capacity_loop.cc), under mu_. Provider events: ready nodes join nodes_,
+  // interruption notices stop the jobs on the node with the provider's deadline, gone nodes
+  // leave the ledger (and nodes_ once no job holds them).
+  void observe_fleet(Tx& tx);
+  void remove_gone_nodes();
+  // The plan's scale-ups and releases (after its starts, which may use a released node's GPUs).
+  void apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx);
+  int node_index(const std::string& name) const;
+  // Cost (cost_views.cc), under mu_: the jobs on every node into the ledger when they changed,
+  // lost work of an attempt that was stopped, the team budgets (and, every minute, open
+  // intervals closed so a crash loses little billing), and new records into `tx`.
+  void update_cost_shares();
+  // Returns the run time lost (since the newest checkpoint, or the attempt's start).
+  util::Duration record_lost_work(const ActiveJob& job, util::Time now);
+  void update_budgets();
+  void persist_cost(Tx& tx);
+  util::Time ledger_time(util::Time t);
+  // At open: the ledger's stored records back, and this machine's GPUs billed from now.
+  util::Status restore_cost();  // t, never before a time the ledger was given
   std::optional<model::JobState> dependency_state(util::JobId dep);
   std::string processes_json(const ActiveJob& job) const;
   util::Status launch_workers(ActiveJob& job);
@@ -185,8 +217,11 @@ class ControlPlane {
   ControlPlaneOptions options_;
   exec::Executor& executor_;
   const util::Clock& clock_;
-  std::vector<LocalNode> nodes_;  // fixed after open()
-  int lock_fd_ = -1;              // flock on state_dir/server.lock, held while open
+  // This machine's nodes (fixed), then cloud nodes as they become ready; guarded by mu_ once the
+  // loop runs. A cloud node leaves when it is gone and no job holds it; placements' node_idx
+  // are shifted down then (remove_gone_nodes()).
+  std::vector<LocalNode> nodes_;
+  int lock_fd_ = -1;  // flock on state_dir/server.lock, held while open
 
   store::StorePtr store_;  // writer; used only through committer_
   std::unique_ptr<GroupCommitter> committer_;
@@ -207,6 +242,19 @@ class ControlPlane {
   // lost), since this server started; guarded by mu_. Feeds mtbf_estimate_seconds().
   util::Duration preemptible_run_time_{0};
   int64_t interruptions_ = 0;
+
+  // Capacity and cost; guarded by mu_. fleet_ is null without cloud pools.
+  std::unique_ptr<Fleet> fleet_;
+  std::vector<model::Pool> cloud_pools_;  // resolved shapes, fixed after open(): for submit's check
+  int64_t next_node_id_ = 1;
+  cloud::CostLedger ledger_;
+  util::Time ledger_time_{};
+  size_t ledger_persisted_ = 0;  // records before this index are in the store
+  std::map<std::string, std::vector<cloud::CostShare>> shares_;  // by node: last given to ledger_
+  std::map<std::string, util::Time> idle_since_;                 // by node (cloud nodes)
+  std::map<std::string, double> budget_left_;                    // by team with a budget
+  util::Time budget_checked_{};
+  util::Time ledger_advanced_{};
 
   ServerMetrics metrics_;
   std::string hostname_;

@@ -185,6 +185,15 @@ void HttpApi::routes() {
   h.Get("/api/v1/nodes", [this, auth](const httplib::Request& req, httplib::Response& res) {
     if (auth(req, res)) reply(res, 200, plane_.nodes());
   });
+  h.Post(R"(/api/v1/nodes/([^/]+)/interrupt)",
+         [this, auth](const httplib::Request& req, httplib::Response& res) {
+           if (auto who = auth(req, res)) send(res, plane_.interrupt_node(req.matches[1], *who));
+         });
+  h.Get("/api/v1/cost", [this, auth](const httplib::Request& req, httplib::Response& res) {
+    if (auto who = auth(req, res))
+      send(res, plane_.cost(req.get_param_value("team"), req.get_param_value("since"),
+                            req.get_param_value("until"), *who));
+  });
   h.Get("/api/v1/queues", [this, auth](const httplib::Request& req, httplib::Response& res) {
     if (auto who = auth(req, res)) reply(res, 200, plane_.queues(*who));
   });

@@ -7,6 +7,7 @@
 #include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
+#include "server/fleet.h"
 #include "server/tx.h"
 #include "util/log.h"
 
@@ -22,8 +23,19 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
   const util::Time now = clock_.now();
   sched::Snapshot snap;
   snap.now = now;
-  for (const auto& n : nodes_) sched::add_node(snap, n.node);
-  for (const auto& t : options_.config.teams) sched::add_team(snap, t);
+  // Pools first: their GPU models are interned before teams resolve quotas, and a node joins
+  // its pool by name.
+  if (fleet_) fleet_->add_pools(snap);
+  for (const auto& n : nodes_) {
+    sched::add_node(snap, n.node);
+    if (auto it = idle_since_.find(n.node.name); it != idle_since_.end())
+      snap.nodes.back().idle_since = it->second;
+  }
+  for (const auto& t : options_.config.teams) {
+    sched::add_team(snap, t);
+    if (auto it = budget_left_.find(t.name); it != budget_left_.end())
+      snap.teams.back().budget_left = it->second;
+  }
   for (const auto& [id, job] : active_) {
     if (sched::find_team(snap, job.rec.team) < 0)
       sched::add_team(snap, model::Team{.name = job.rec.team});
@@ -84,6 +96,7 @@ void ControlPlane::apply_plan(Tx& tx) {
                            it->second.manifest.checkpoint.grace_period.count() / 1000000),
                tx);
   }
+  if (fleet_) apply_capacity(plan, snap, tx);
   std::vector<ActiveJob*> started;
   for (const auto& s : plan.starts) {
     auto it = active_.find(s.job);

@@ -41,11 +41,17 @@ util::Status ControlPlane::reconcile_once() {
   const util::Duration began = util::WallClock::steady_now();
   std::lock_guard lock(mu_);
   Tx outcomes;
+  if (fleet_) observe_fleet(outcomes);
   observe_workers(outcomes);
   fail_broken_dependencies(outcomes);
   TY_RETURN_IF_ERROR(commit(outcomes));
+  if (fleet_) remove_gone_nodes();
   Tx starts;
   apply_plan(starts);
+  // Who holds which node from now on, and the records closed meanwhile, in this cycle's commit.
+  update_cost_shares();
+  update_budgets();
+  persist_cost(starts);
   util::Status st = commit(starts);
   // After the commits: a job whose attempt ended this cycle stops counting on its GPUs now.
   if (recorder_) recorder_->set_placements(telemetry_placements());
@@ -92,13 +98,21 @@ void ControlPlane::transition(ActiveJob& job, model::JobState to, const std::str
                        .reason = reason});
 }
 
-void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx) {
+void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx,
+                              std::optional<util::Time> deadline) {
   const util::Time now = clock_.now();
   const StopCause before = job.stop;
+  const util::Time before_kill_at = job.kill_at;
+  if (before != StopCause::None && cause == StopCause::Preempt) {
+    // Already stopping: keep the first cause (a cancel stays a cancel), only the deadline moves.
+    cause = before;
+  }
   job.stop = cause;
-  job.stop_reason = reason;
+  if (before == StopCause::None || cause != before) job.stop_reason = reason;
   if (before != StopCause::None && cause == StopCause::Cancel) {
     // Already stopping (preempted, say): end as cancelled, keep the running grace period.
+  } else if (deadline) {
+    job.kill_at = before != StopCause::None ? std::min(job.kill_at, *deadline) : *deadline;
   } else {
     job.kill_at = cause == StopCause::Failure ? now : now + job.manifest.checkpoint.grace_period;
   }
@@ -114,7 +128,8 @@ void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string
                          .attempt = job.rec.attempt,
                          .reason = reason});
   }
-  if (before != StopCause::None) return;  // the workers were told already
+  // The workers were told already, unless an interruption brought their deadline forward.
+  if (before != StopCause::None && !(deadline && job.kill_at < before_kill_at)) return;
   for (auto& w : job.workers) {
     if (w.finished || w.ref.pid <= 0) continue;
     util::Status st = cause == StopCause::Failure
@@ -179,6 +194,20 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
     preemptible_run_time_ += now - job.rec.started;
     if (job.stop == StopCause::Preempt) ++interruptions_;
   }
+  if (job.stop == StopCause::Preempt) {
+    // Work since the newest checkpoint is redone by the next attempt: priced into the ledger.
+    const util::Duration lost = record_lost_work(job, now);
+    if (!job.interrupted_node.empty())
+      tx.events.push_back(
+          {.job = job.rec.id,
+           .at = now,
+           .type = "Interrupted",
+           .to_state = std::string(model::job_state_name(job.rec.state)),
+           .attempt = job.rec.attempt,
+           .reason = fmt::format("interrupted: node {} reclaimed by the provider; lost {:.1f} s "
+                                 "of work since the last checkpoint",
+                                 job.interrupted_node, util::to_seconds(lost))});
+  }
   store::AttemptRecord attempt{.job = job.rec.id,
                                .attempt = job.rec.attempt,
                                .started = job.rec.started,
@@ -210,7 +239,8 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
       }
       break;
     case StopCause::Preempt:
-      attempt.outcome = "preempted";
+      attempt.outcome = job.interrupted_node.empty() ? "preempted" : "interrupted";
+      job.interrupted_node.clear();
       transition(job, model::JobState::Pending,
                  stop_reason + "; requeued, resumes from its checkpoint dir", tx);
       break;

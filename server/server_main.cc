@@ -83,6 +83,15 @@ int run_server(const ServerOptions& options) {
     }
     config = std::move(*loaded);
   }
+  if (!options.provider.empty()) {
+    auto provider = parse_capacity_provider(options.provider);
+    if (!provider.is_ok()) {
+      std::fprintf(stderr, "trainyard server: --provider: %s\n",
+                   provider.status().message().c_str());
+      return 2;
+    }
+    config.capacity.provider = *provider;
+  }
   http.max_request_bytes = config.max_request_bytes;
   auto sampler = telemetry::make_gpu_sampler(options.gpus);
   if (!sampler.is_ok()) {
@@ -126,6 +135,18 @@ int run_server(const ServerOptions& options) {
       "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: %s\n",
       url.c_str(), db.c_str(), describe_gpus(**plane).c_str(), config.policy.name.c_str(),
       token_path.c_str());
+  if (config.capacity.provider == CapacityProvider::SimCloud) {
+    const auto pools = (*plane)->nodes()["pools"];
+    std::printf("capacity: simcloud (seed %llu), %zu pool(s)\n",
+                static_cast<unsigned long long>(config.capacity.seed), pools.size());
+    for (const auto& p : pools)
+      std::printf("  %s: %s %s %s (%d x %s, $%.4f/node-hour), %d..%d nodes\n",
+                  p["name"].get<std::string>().c_str(), p["kind"].get<std::string>().c_str(),
+                  p["provider"].get<std::string>().c_str(),
+                  p["instanceType"].get<std::string>().c_str(), p["gpusPerNode"].get<int>(),
+                  p["gpuModel"].get<std::string>().c_str(), p["pricePerNodeHour"].get<double>(),
+                  p["minNodes"].get<int>(), p["maxNodes"].get<int>());
+  }
   std::fflush(stdout);
 
   ControlPlane& cp = **plane;

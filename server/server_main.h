@@ -11,7 +11,8 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8765";
   std::string state;  // state.db path; empty = $XDG_DATA_HOME/trainyard/state.db
   std::string gpus = "auto";
-  std::string config;  // YAML; empty = defaults
+  std::string config;    // YAML; empty = defaults
+  std::string provider;  // "static" or "simcloud": overrides the config's capacity.provider
   bool require_auth = false;
   std::string wrapper_path;  // the trainyard binary
 };

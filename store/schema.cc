@@ -106,9 +106,31 @@ CREATE INDEX telemetry_by_job ON telemetry_minutes(job_id, minute_us);
 CREATE INDEX telemetry_by_minute ON telemetry_minutes(minute_us);
 )sql";
 
+// Version 3: cost records (cloud/cost_ledger.h): one closed interval of a node's bill per
+// holder, or a lost-work record. Append-only like events; money is exact decimal text (the
+// ledger's units exceed 64 bits). No foreign key: jobs are named by id text and idle has none.
+constexpr const char* kCostSchema = R"sql(
+CREATE TABLE cost_records (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  start_us INTEGER NOT NULL,
+  end_us INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  job TEXT NOT NULL,
+  team TEXT NOT NULL,
+  gpu_milli INTEGER NOT NULL,
+  cost_units TEXT NOT NULL,
+  lost_gpu_us INTEGER NOT NULL,
+  lost_cost_units TEXT NOT NULL,
+  interruption INTEGER NOT NULL
+);
+CREATE INDEX cost_records_by_end ON cost_records(end_us);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kInitialSchema},
     {2, kTelemetrySchema},
+    {3, kCostSchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

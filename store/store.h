@@ -1,8 +1,8 @@
 // Durable state of the control plane in one SQLite file: jobs (current row per job), their
 // append-only event log, attempts (with worker pids for re-adoption after a restart) and API
-// tokens (hashes only), and GPU telemetry per minute. WAL journal with synchronous=FULL: a
-// committed transaction survives kill -9 and power loss. The schema is versioned; open() migrates
-// older files forward.
+// tokens (hashes only), GPU telemetry per minute, and cost records (showback). WAL journal with
+// synchronous=FULL: a committed transaction survives kill -9 and power loss. The schema is
+// versioned; open() migrates older files forward.
 //
 // Thread-compatible: one Store per thread, or callers serialize access. A second Store on the
 // same file (e.g. a read-only one for queries) is fine: WAL lets readers run beside the writer.
@@ -23,7 +23,7 @@
 
 namespace trainyard::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct JobRecord {
   util::JobId id{0};  // assigned by insert_job
@@ -98,6 +98,24 @@ struct TelemetryMinute {
   std::optional<int64_t> xid_last;
 };
 
+// One closed interval of one node's cost for one holder (a job, or idle when job is empty), or a
+// lost-work record (start == end): the server's cloud::CostRecord as stored. Money is in the
+// ledger's exact units (cloud/cost_ledger.h), kept as decimal text because they exceed 64 bits.
+struct CostRecordRow {
+  int64_t seq = 0;  // assigned by put_cost_records; the ledger's order
+  util::Time start{};
+  util::Time end{};
+  std::string node;
+  std::string pool;
+  std::string job;   // empty: idle
+  std::string team;  // empty for idle
+  int64_t gpu_milli = 0;
+  std::string cost_units = "0";
+  util::Duration lost_gpu_time{0};
+  std::string lost_cost_units = "0";
+  bool interruption = false;
+};
+
 // Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
 // `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
 struct JobFilter {
@@ -142,6 +160,8 @@ class Store {
   util::Result<int64_t> insert_token(const TokenRecord& token);
   util::Status revoke_token(int64_t id);
   util::Status put_telemetry_minutes(const std::vector<TelemetryMinute>& rows);
+  // Appends cost records in order (the server writes each reconcile cycle's new ones).
+  util::Status put_cost_records(const std::vector<CostRecordRow>& rows);
   // Deletes telemetry rows of minutes before `before`; returns how many.
   util::Result<int64_t> prune_telemetry(util::Time before);
 
@@ -164,6 +184,8 @@ class Store {
   // may appear twice for one device when the server restarted within it). At most `limit`
   // (capped at 100,000) of the newest rows.
   util::Result<std::vector<TelemetryMinute>> job_telemetry(util::JobId job, int limit = 100'000);
+  // Every cost record, in the order written (the server restores its ledger from them).
+  util::Result<std::vector<CostRecordRow>> cost_records();
 
  private:
   struct Impl;

@@ -300,6 +300,91 @@ class SdkPreemption(unittest.TestCase):
             s.stop()
 
 
+class SpotCapacity(unittest.TestCase):
+    """--provider simcloud: the autoscaler buys a spot node for a checkpointing SDK job, the node
+    is reclaimed (forced through the admin-only interrupt route), the job checkpoints on the
+    notice, is requeued, resumes on a replacement bought in another zone and succeeds; the cost
+    report bills it, with the lost work, and jobs + idle add up to the bill."""
+
+    def test_interrupted_spot_job_resumes_on_a_node_in_another_zone_and_is_billed(self):
+        import re
+        if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                          capture_output=True).returncode != 0:
+            self.skipTest("torch is not importable by /usr/bin/python3: toy_train.py needs it")
+        repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+        catalog = os.path.join(repo, "..", "shared", "catalog")
+        if not os.path.isdir(catalog):
+            self.skipTest(catalog + " not found")
+        config = FAST + (
+            "capacity:\n"
+            f"  catalog: {catalog}\n"
+            "  interruptionRatePerHour: 0\n"  # only the forced reclaim below
+            "  provisioningDelay: 2\n"
+            "  noticeSeconds: 15\n"
+            "  pools:\n"
+            "    - {name: v100-spot, kind: spot, provider: aws, instanceType: p3.2xlarge,\n"
+            "       region: us-east-1, minNodes: 0, maxNodes: 2, idleTimeout: 300}\n")
+        s = harness.Server(gpus="none", config=config, extra=["--provider", "simcloud"]).start()
+        try:
+            jid = s.run("--gpus", "1", "--name", "toy-spot", "--team", "vision", "--grace", "15",
+                        "--workdir", repo, "--env", "PYTHONPATH=" + os.path.join(repo, "sdk", "python"),
+                        "--", "/usr/bin/python3", "examples/train/toy_train.py",
+                        "--steps", "200", "--step-delay", "0.02")
+            s.wait(jid, states=("running",), timeout=30)
+            nodes = {n["name"]: n for n in json.loads(s.cli("nodes", "-o", "json").stdout)["items"]}
+            first = nodes["v100-spot-1"]
+            self.assertEqual(first["state"], "ready")
+            self.assertEqual(first["pool"], "v100-spot")
+            self.assertGreater(first["pricePerHour"], 0)
+            self.assertIn("v100-spot", s.cli("nodes").stdout)
+            deadline = time.time() + 30
+            while "step 50 loss" not in s.logs(jid):  # it has trained a while
+                self.assertLess(time.time(), deadline, s.logs(jid))
+                time.sleep(0.1)
+            status, body = s.http("POST", "/api/v1/nodes/v100-spot-1/interrupt", b"")
+            self.assertEqual(status, 200, body)
+            # The replacement is bought at once (the job is requeued within the notice), elsewhere.
+            deadline = time.time() + 30
+            while True:
+                j = s.job(jid)
+                if j["attempt"] == 2 and j["state"] == "running":
+                    break
+                self.assertLess(time.time(), deadline, j)
+                time.sleep(0.1)
+            nodes = {n["name"]: n for n in json.loads(s.cli("nodes", "-o", "json").stdout)["items"]}
+            self.assertIn("v100-spot-2", nodes, nodes)
+            self.assertNotEqual(nodes["v100-spot-2"]["zone"], first["zone"])
+            j = s.wait(jid, timeout=60)
+            first_log, second_log = s.logs(jid, "--attempt", "1"), s.logs(jid, "--attempt", "2")
+            self.assertEqual(j["state"], "succeeded", first_log + second_log)
+            self.assertEqual(j["attempts"][0]["outcome"], "interrupted")
+            self.assertEqual(j["attempts"][0]["exitCode"], 75)
+            saved = int(re.search(r"notice at step (\d+); checkpoint saved", first_log).group(1))
+            self.assertGreaterEqual(saved, 50)
+            self.assertIn(f"attempt 2: starting at step {saved} of 200", second_log)
+            events = s.cli("show", str(jid)).stdout
+            self.assertIn("reclaimed by the provider", events)
+            self.assertIn("requested node v100-spot-2", events)
+
+            report = json.loads(s.cli("cost", "-o", "json").stdout)
+            job = [r for r in report["jobs"] if r["job"] == str(jid)][0]
+            self.assertEqual(job["team"], "vision")
+            self.assertGreater(job["cost_usd"], 0)
+            self.assertGreater(job["lost_gpu_hours"], 0)
+            self.assertEqual(job["interruptions"], 1)
+            jobs_and_idle = sum(r["cost_usd"] for r in report["jobs"]) + report["total"]["idle_cost_usd"]
+            self.assertAlmostEqual(jobs_and_idle, report["total"]["cost_usd"], places=9)
+            self.assertEqual([p["pool"] for p in report["pools"]], ["v100-spot"])
+            table = s.cli("cost").stdout
+            self.assertIn("__idle__", table)
+            self.assertIn("toy-spot", table)
+            csv = s.cli("cost", "-o", "csv").stdout.splitlines()
+            self.assertTrue(csv[0].startswith("kind,key,name,team,cost_usd"), csv[0])
+            self.assertTrue(any(line.startswith(f"job,{jid},toy-spot,vision,") for line in csv), csv)
+        finally:
+            s.stop()
+
+
 class Telemetry(unittest.TestCase):
     """GPU telemetry of a running job: /metrics (checked by promtool when it is installed), the
     GPU and job telemetry routes, and `trainyard top`."""

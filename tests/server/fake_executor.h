@@ -30,9 +30,10 @@ class FakeExecutor final : public exec::Executor {
                               : it->second;
   }
   util::Status notify(const exec::ProcessRef& p, const std::filesystem::path&, int signal,
-                      std::string_view) override {
+                      std::string_view body) override {
     std::lock_guard lock(mu_);
     notices.push_back({p.pid, signal});
+    notice_bodies.emplace_back(body);
     return util::Status::ok();
   }
   util::Status kill(const exec::ProcessRef& p) override {
@@ -52,6 +53,7 @@ class FakeExecutor final : public exec::Executor {
 
   std::vector<exec::WorkerLaunch> launches;
   std::vector<std::pair<int, int>> notices;  // pid, signal
+  std::vector<std::string> notice_bodies;    // the notice file's JSON, per notice
   std::vector<int> kills;
   int fail_launches = 0;  // the next N launches fail
   std::map<int, exec::ProcessStatus> status;
