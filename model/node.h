@@ -49,12 +49,12 @@ struct Pool {
   // The offering (provider + instance type, optionally region/zones) is resolved against the
   // catalog by the driver, which fills gpu_model, gpus_per_node and the price from it.
   bool autoscaled = false;
-  std::string provider;              // "aws", "gcp", "azure", ...
-  std::string instance_type;         // "p3.2xlarge"
-  std::string region;                // empty = any region the catalog lists (cheapest first)
-  std::vector<std::string> zones;    // preference order; empty = every zone of the region
-  int priority = 0;                  // higher is tried first among pools that fit a job
-  double idle_timeout_seconds = 600; // release a node idle this long (0 = never)
+  std::string provider;               // "aws", "gcp", "azure", ...
+  std::string instance_type;          // "p3.2xlarge"
+  std::string region;                 // empty = any region the catalog lists (cheapest first)
+  std::vector<std::string> zones;     // preference order; empty = every zone of the region
+  int priority = 0;                   // higher is tried first among pools that fit a job
+  double idle_timeout_seconds = 600;  // release a node idle this long (0 = never)
   // The node template (cpu, memory, labels, MIG) the pool's nodes get; nodes: lists of
   // explicit pools are built from it too.
   CpuMilli cpu{0};

@@ -74,11 +74,11 @@ struct SnapshotPool {
   model::Labels labels;
   int min_nodes = 0;
   int max_nodes = 0;
-  int priority = 0;                  // higher is tried first among pools that fit
-  double price_per_node_hour = 0;    // USD; orders pools of equal priority, checks budgets
-  Duration idle_timeout{0};          // 0 = idle nodes are never released
-  int ready = 0;                     // nodes up (schedulable or not) — maintained by the driver
-  int provisioning = 0;              // nodes requested and not up yet
+  int priority = 0;                // higher is tried first among pools that fit
+  double price_per_node_hour = 0;  // USD; orders pools of equal priority, checks budgets
+  Duration idle_timeout{0};        // 0 = idle nodes are never released
+  int ready = 0;                   // nodes up (schedulable or not) — maintained by the driver
+  int provisioning = 0;            // nodes requested and not up yet
   // After a spot request failed for want of capacity: no spot request before this time.
   Time unavailable_until{};
   std::vector<SnapshotZone> zones;  // in preference order; empty = the provider chooses
@@ -143,7 +143,7 @@ struct Snapshot {
   std::vector<SnapshotNode> nodes;
   std::vector<SnapshotTeam> teams;
   std::vector<SnapshotPool> pools;  // empty: a fixed cluster, no autoscaling
-  std::vector<SnapshotJob> jobs;  // pending, running and preempting; finished jobs are dropped
+  std::vector<SnapshotJob> jobs;    // pending, running and preempting; finished jobs are dropped
   // Optional hint: every index of `jobs`, ordered by (submitted, id). Drivers that keep it let
   // plan() rank a long queue in linear time; plan() checks it as it reads and sorts instead
   // when it is missing or wrong, so a stale hint costs time, never correctness.
