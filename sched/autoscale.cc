@@ -57,6 +57,21 @@ class Autoscaler {
   Autoscaler(const Snapshot& snap, const AutoscaleConfig& config, Plan& plan)
       : snap_(snap), config_(config), plan_(plan) {
     for (const SnapshotPool& pool : snap.pools) pools_.push_back(init_pool(pool));
+    busy_.assign(snap.nodes.size(), false);
+    for (const SnapshotJob& job : snap.jobs) {
+      if (!job.is_running()) continue;
+      for (const Assignment& a : job.placement) busy_[a.node_idx] = true;
+    }
+    for (const StartAction& s : plan.starts) {
+      for (const Assignment& a : s.placement) busy_[a.node_idx] = true;
+    }
+    for (size_t n = 0; n < snap.nodes.size(); ++n) {
+      const SnapshotNode& node = snap.nodes[n];
+      if (node.pool < 0 || node.pool >= static_cast<int>(pools_.size()) || busy_[n] ||
+          !node.schedulable || !snap.pools[node.pool].autoscaled)
+        continue;
+      pools_[node.pool].packer.add_idle(static_cast<int>(n));
+    }
     for (size_t i = 0; i < plan.waiting.size(); ++i)
       wait_pos_[plan.waiting[i].job.value()] = static_cast<int>(i);
     for (const SnapshotTeam& team : snap.teams) budget_left_.push_back(team.budget_left);
@@ -170,6 +185,9 @@ class Autoscaler {
   void awaiting(const SnapshotJob& job, int pool, const PackResult& r) {
     PoolState& s = pools_[pool];
     if (r.on_bought && s.first_job == util::kNoJob) s.first_job = job.id;
+    // Packed onto idle nodes that are up: it waits for something else (its turn, a gang's
+    // placement), and its reason says so.
+    if (!r.on_coming) return;
     const WaitReason reason{job.id, Stage::Autoscale, WaitCode::AwaitingNodes, pool, 0};
     if (auto it = wait_pos_.find(job.id.value()); it != wait_pos_.end()) {
       plan_.waiting[it->second] = reason;
@@ -259,13 +277,10 @@ class Autoscaler {
   // Nodes idle past their pool's timeout, while the pool stays at min_nodes or above. A pool
   // that buys in this call keeps its nodes: releasing one while buying another is waste.
   void release_idle() {
-    std::vector<bool> busy(snap_.nodes.size(), false);
-    for (const SnapshotJob& job : snap_.jobs) {
-      if (!job.is_running()) continue;
-      for (const Assignment& a : job.placement) busy[a.node_idx] = true;
-    }
-    for (const StartAction& s : plan_.starts) {
-      for (const Assignment& a : s.placement) busy[a.node_idx] = true;
+    std::vector<bool> busy = busy_;
+    // Idle nodes that waiting gangs were packed onto stay: they are part of what they wait for.
+    for (const PoolState& s : pools_) {
+      for (int n : s.packer.used_idle_nodes()) busy[n] = true;
     }
     std::vector<int> released(pools_.size(), 0);
     for (size_t n = 0; n < snap_.nodes.size(); ++n) {
@@ -288,6 +303,7 @@ class Autoscaler {
   std::vector<PoolState> pools_;
   std::unordered_map<int64_t, int> wait_pos_;  // job id -> index in plan_.waiting
   std::vector<double> budget_left_;            // per team, less what this call bought
+  std::vector<bool> busy_;                     // per node: a job holds or starts on it
 };
 
 }  // namespace

@@ -34,6 +34,21 @@ void PoolPacker::add_bought(int count) {
   for (int k = 0; k < count; ++k) nodes_.push_back(empty_node(/*bought=*/true));
 }
 
+void PoolPacker::add_idle(int node_idx) {
+  VirtualNode n = empty_node(/*bought=*/false);
+  n.node_idx = node_idx;
+  // Idle nodes first: packing prefers what is already paid for.
+  nodes_.insert(nodes_.begin(), n);
+}
+
+std::vector<int> PoolPacker::used_idle_nodes() const {
+  std::vector<int> out;
+  for (const VirtualNode& n : nodes_) {
+    if (n.node_idx >= 0 && n.used) out.push_back(n.node_idx);
+  }
+  return out;
+}
+
 const model::MigProfile* PoolPacker::mig_profile(const std::string& name) const {
   if (accel_ == nullptr) return nullptr;
   for (const model::MigProfile& p : accel_->mig_profiles) {
@@ -106,7 +121,9 @@ PackResult PoolPacker::pack(const SnapshotJob& job, int max_new) {
     for (VirtualNode& node : tentative_) {
       if (place_worker(job, node)) {
         placed = true;
+        node.used = true;
         result.on_bought = result.on_bought || node.bought;
+        result.on_coming = result.on_coming || node.node_idx < 0;
         break;
       }
     }
@@ -114,9 +131,11 @@ PackResult PoolPacker::pack(const SnapshotJob& job, int max_new) {
     if (result.new_nodes == max_new) return {};
     VirtualNode node = empty_node(/*bought=*/true);
     if (!place_worker(job, node)) return {};
+    node.used = true;
     tentative_.push_back(node);
     ++result.new_nodes;
     result.on_bought = true;
+    result.on_coming = true;
   }
   result.fits = true;
   return result;

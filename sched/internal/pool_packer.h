@@ -20,13 +20,16 @@ struct VirtualNode {
   model::Bytes memory{0};
   std::array<int16_t, model::kMaxGpusPerNode> milli_free{};
   std::array<uint8_t, model::kMaxGpusPerNode> mig_used{};
-  bool bought = false;  // bought in this call (else it was provisioning before)
+  bool bought = false;  // bought in this call (else it was provisioning before, or is up)
+  int node_idx = -1;    // an idle node that is up: its index in Snapshot::nodes
+  bool used = false;    // some worker was packed onto it
 };
 
 struct PackResult {
   bool fits = false;
   int new_nodes = 0;       // nodes the gang opened beyond those already coming
   bool on_bought = false;  // some worker went on a node bought in this call
+  bool on_coming = false;  // some worker went on a node not up yet (provisioning or bought)
 };
 
 class PoolPacker {
@@ -44,6 +47,11 @@ class PoolPacker {
   void commit() { nodes_ = tentative_; }
   // Adds `count` empty nodes bought in this call (the pool's minimum size).
   void add_bought(int count);
+  // Adds an idle node that is up (no job on it): a gang that needs more nodes than are idle
+  // buys only the difference.
+  void add_idle(int node_idx);
+  // The idle nodes that are up and that demand was packed onto: not to be released.
+  std::vector<int> used_idle_nodes() const;
 
  private:
   VirtualNode empty_node(bool bought) const;

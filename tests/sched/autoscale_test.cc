@@ -196,6 +196,21 @@ TEST(Autoscale, ReleasesIdleNodesAfterTheTimeoutOnly) {
   EXPECT_TRUE(p.scale_ups.empty());
 }
 
+TEST(Autoscale, AGangThatNeedsMoreNodesThanAreIdleBuysOnlyTheDifferenceAndKeepsTheIdleOnes) {
+  auto b = SnapshotForTest()
+               .now(kNow)
+               .pool(pool("h100", {.idle = 600}))
+               .node("n1", 8, "H100", {.pool = "h100"})
+               .pending(1, {.gpus = 8, .workers = 3});
+  Snapshot& s = b.raw();
+  s.pools[0].ready = 1;
+  s.nodes[0].idle_since = s.now - util::seconds(3600);  // long idle, but the gang needs it
+  const Plan p = checked_plan(b.build());
+  EXPECT_EQ(ups(p), (std::vector<Up>{{0, -1, 2, 1}}));
+  EXPECT_TRUE(released(p).empty());
+  expect_awaiting(p, 1, 0);
+}
+
 TEST(Autoscale, KeepsMinNodesWhenReleasing) {
   auto b = SnapshotForTest()
                .now(kNow)
