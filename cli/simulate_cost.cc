@@ -79,6 +79,11 @@ void add_cost_sim_options(CLI::App* cmd, CostSimArgs& a) {
                   "seconds from a node request to a ready node")
       ->group(group)
       ->capture_default_str();
+  cmd->add_option("--throughputs", a.throughputs,
+                  "Gavel simulation_throughputs.json: the autoscaler ranks pools by cost per unit "
+                  "of work (empty = by cost alone)")
+      ->group(group)
+      ->capture_default_str();
   cmd->add_option("--spot-fallback-wait", a.spot_fallback_wait_s,
                   "seconds a preemptible job waits for spot before on-demand is bought (mixed)")
       ->group(group)
@@ -114,6 +119,11 @@ int run_cost_scenarios(const CostSimArgs& a, const sim::Workload& workload,
   o.simcloud.provisioning_delay.clear();
   o.checkpoint_cost = util::seconds_f(a.checkpoint_cost_s);
   o.zone_backoff = util::seconds_f(a.zone_backoff_s);
+  if (!a.throughputs.empty()) {
+    auto table = cloud::ThroughputTable::load_gavel(a.throughputs);
+    if (!table.is_ok()) return fail(table.status());
+    o.throughputs = std::make_shared<const cloud::ThroughputTable>(std::move(*table));
+  }
   std::string market = fmt::format("seeded spot reclaims at {}/node-hour", a.interruption_rate);
   if (!a.spot_trace.empty()) {
     auto trace = cloud::load_spot_trace(a.spot_trace);

@@ -22,6 +22,7 @@ struct CostSimArgs {
   double zone_backoff_s = 600;
   double provisioning_delay_s = 90;
   double spot_fallback_wait_s = 600;
+  std::string throughputs = "../shared/traces/gavel/simulation_throughputs.json";
 };
 
 void add_cost_sim_options(CLI::App* cmd, CostSimArgs& args);

@@ -34,7 +34,9 @@ std::string joined(const std::set<std::string>& names, size_t max = 8) {
 
 }  // namespace
 
-util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, model::Pool& pool) {
+util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, model::Pool& pool,
+                                         const ThroughputTable* throughputs,
+                                         std::string_view job_type) {
   if (pool.provider.empty() || pool.instance_type.empty()) {
     return util::invalid_argument(fmt::format(
         "pool '{}' needs provider: and instanceType: to be bought from the catalog", pool.name));
@@ -101,6 +103,10 @@ util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, mo
   pool.memory = model::Bytes(static_cast<int64_t>(first.memory_gib * (int64_t{1} << 30)));
   pool.price_per_node_hour = out.price.front();
   pool.autoscaled = true;
+  if (throughputs != nullptr) {
+    if (auto t = throughputs->relative(job_type, pool.gpu_model); t.is_ok() && t->per_gpu > 0)
+      pool.relative_throughput = t->per_gpu;
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cloud/catalog.h"
+#include "cloud/throughput.h"
 #include "model/node.h"
 #include "util/status.h"
 
@@ -24,6 +25,10 @@ struct PoolOfferings {
 // others at on-demand. Zones: the pool's own list in its order, else every zone of the region
 // (or of every region) sold at a price, cheapest first. Errors name the pool and what the
 // catalog does sell, so the fix is obvious.
-util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, model::Pool& pool);
+// With `throughputs`, also sets pool.relative_throughput for `job_type` (measured or estimated;
+// left at 1 when the table knows neither the job type nor the accelerator).
+util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, model::Pool& pool,
+                                         const ThroughputTable* throughputs = nullptr,
+                                         std::string_view job_type = kDefaultJobType);
 
 }  // namespace trainyard::cloud

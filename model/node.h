@@ -55,6 +55,9 @@ struct Pool {
   std::vector<std::string> zones;     // preference order; empty = every zone of the region
   int priority = 0;                   // higher is tried first among pools that fit a job
   double idle_timeout_seconds = 600;  // release a node idle this long (0 = never)
+  // Training work per GPU-hour relative to a V100 (Gavel's table, cloud/throughput.h); the
+  // autoscaler ranks pools by cost per unit of work. 1 when unknown.
+  double relative_throughput = 1.0;
   // The node template (cpu, memory, labels, MIG) the pool's nodes get; nodes: lists of
   // explicit pools are built from it too.
   CpuMilli cpu{0};

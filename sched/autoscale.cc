@@ -174,7 +174,8 @@ class Autoscaler {
     }
     auto key = [&](int p) {
       const SnapshotPool& pool = snap_.pools[p];
-      const double per_gpu = pool.price_per_node_hour / std::max(1, pool.gpus_per_node);
+      const double per_gpu = pool.price_per_node_hour / std::max(1, pool.gpus_per_node) /
+                             std::max(1e-9, pool.relative_throughput);
       return std::tuple<bool, int, double, const std::string&>(!is_spot(pool), -pool.priority,
                                                                per_gpu, pool.name);
     };
@@ -240,9 +241,10 @@ class Autoscaler {
   }
 
   // Pools come grouped by (spot first, priority); within a group the gang goes where the nodes
-  // it opens cost least (a 1-GPU job on a 1-GPU machine, not on an 8-GPU one), then by price
-  // per GPU-hour. On demand is tried only after the job has waited spot_fallback_wait, unless
-  // spot cannot take it at all (exhausted, full, or no spot pool fits).
+  // it opens cost least per unit of work (a 1-GPU job on a 1-GPU machine, not on an 8-GPU one;
+  // a faster GPU when its speed outweighs its price), then by price per unit of work. On demand is
+  // tried only after the job has waited spot_fallback_wait, unless spot cannot take it at all
+  // (exhausted, full, or no spot pool fits).
   void buy_for(const SnapshotJob& job) {
     const bool waited = snap_.now - job.queued_since >= config_.spot_fallback_wait;
     bool spot_later = false;  // a spot pool could serve it were the team's budget not short
@@ -261,7 +263,11 @@ class Autoscaler {
         const Quote q = quote(job, p);
         if (q.outcome == BuyOutcome::OverBudget && is_spot(snap_.pools[p])) spot_later = true;
         if (q.outcome != BuyOutcome::Bought) continue;
-        if (best < 0 || q.cost < best_q.cost) {
+        // Cost per unit of work: a GPU twice as fast finishes the gang in half the time.
+        const double per_work = q.cost / std::max(1e-9, snap_.pools[p].relative_throughput);
+        const double best_per_work =
+            best < 0 ? 0 : best_q.cost / std::max(1e-9, snap_.pools[best].relative_throughput);
+        if (best < 0 || per_work < best_per_work) {
           best = p;
           best_q = q;
         }

@@ -74,11 +74,12 @@ struct SnapshotPool {
   model::Labels labels;
   int min_nodes = 0;
   int max_nodes = 0;
-  int priority = 0;                // higher is tried first among pools that fit
-  double price_per_node_hour = 0;  // USD; orders pools of equal priority, checks budgets
-  Duration idle_timeout{0};        // 0 = idle nodes are never released
-  int ready = 0;                   // nodes up (schedulable or not) — maintained by the driver
-  int provisioning = 0;            // nodes requested and not up yet
+  int priority = 0;                  // higher is tried first among pools that fit
+  double price_per_node_hour = 0;    // USD; orders pools of equal priority, checks budgets
+  double relative_throughput = 1.0;  // work per GPU-hour vs a V100: ranks by cost per work
+  Duration idle_timeout{0};          // 0 = idle nodes are never released
+  int ready = 0;                     // nodes up (schedulable or not) — maintained by the driver
+  int provisioning = 0;              // nodes requested and not up yet
   // After a spot request failed for want of capacity: no spot request before this time.
   Time unavailable_until{};
   std::vector<SnapshotZone> zones;  // in preference order; empty = the provider chooses

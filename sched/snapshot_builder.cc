@@ -66,6 +66,7 @@ int add_pool(Snapshot& snap, const model::Pool& pool) {
   p.max_nodes = pool.max_nodes;
   p.priority = pool.priority;
   p.price_per_node_hour = pool.price_per_node_hour;
+  p.relative_throughput = pool.relative_throughput > 0 ? pool.relative_throughput : 1.0;
   p.idle_timeout = util::seconds_f(std::max(0.0, pool.idle_timeout_seconds));
   for (const std::string& zone : pool.zones) p.zones.push_back({.name = zone});
   snap.pools.push_back(std::move(p));

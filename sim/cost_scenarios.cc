@@ -36,6 +36,7 @@ util::Result<std::vector<std::shared_ptr<const CloudScenario>>> build_cost_scena
     s->simcloud = options.simcloud;
     s->checkpoint_cost = options.checkpoint_cost;
     s->zone_backoff = options.zone_backoff;
+    s->throughputs = options.throughputs;
     if (name == "on-demand") {
       s->pools = on_demand;
       s->checkpoints = CheckpointPolicy::None;

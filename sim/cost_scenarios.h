@@ -26,6 +26,7 @@ struct CostScenarioOptions {
   cloud::SimCloudOptions simcloud;  // seed, delays; rate or replay set by the caller
   util::Duration checkpoint_cost = util::seconds(30);
   util::Duration zone_backoff = util::seconds(600);
+  std::shared_ptr<const cloud::ThroughputTable> throughputs;  // optional
 };
 
 // One scenario per name, from the cluster's cloud pools: "on-demand" keeps its on-demand pools,

@@ -20,7 +20,7 @@ util::Result<std::unique_ptr<Fleet>> Fleet::create(const CloudScenario& scenario
                                                    sched::Snapshot& snap, Occupancy& occupancy) {
   std::unique_ptr<Fleet> f(new Fleet(scenario, snap, occupancy));
   for (model::Pool pool : scenario.pools) {
-    auto offers = cloud::resolve_pool(scenario.offerings, pool);
+    auto offers = cloud::resolve_pool(scenario.offerings, pool, scenario.throughputs.get());
     if (!offers.is_ok()) return offers.status();
     pool.zones = offers->zones;
     const int idx = sched::add_pool(snap, pool);

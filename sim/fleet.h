@@ -39,6 +39,8 @@ struct CloudScenario {
   util::Duration checkpoint_cost = util::seconds(30);  // δ: training stalls this long per save
   util::Duration zone_backoff = util::seconds(600);    // avoid a zone that reclaimed a node
   util::Duration spot_retry = util::seconds(300);      // after "no spot capacity"
+  // Ranks pools by cost per unit of work when set (cloud/throughput.h); else by cost alone.
+  std::shared_ptr<const cloud::ThroughputTable> throughputs;
   // Treat every job as preemptible (spot scenarios), whatever its spec says.
   bool all_preemptible = false;
 };

@@ -12,7 +12,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 head -201 "$src/tests/data/philly-sample.csv" >"$tmp/trace.csv"
 "$bin" simulate --trace "$tmp/trace.csv" --cluster "$src/examples/clusters/cloud-v100.yaml" \
-  --catalog "$shared/catalog" --rates 0.01,0.5 --out "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr" ||
+  --catalog "$shared/catalog" --throughputs "$shared/traces/gavel/simulation_throughputs.json" \
+  --rates 0.01,0.5 --out "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr" ||
   fail "simulate exited $?: $(cat "$tmp/stderr")"
 cat "$tmp/stdout"
 for s in on-demand spot-restart spot-young mixed; do
@@ -29,13 +30,13 @@ awk '$1=="on-demand" && $11!=0 {exit 1}' "$tmp/stdout" || fail "on-demand was in
 
 trace="$shared/traces/spot/skypilot-spot-traces/preemption/1-node/aws-04-22-2023/us-west-2b_v100_1.json"
 "$bin" simulate --trace "$tmp/trace.csv" --cluster "$src/examples/clusters/cloud-v100.yaml" \
-  --catalog "$shared/catalog" --spot-trace "$trace" --out "$tmp/out2" >"$tmp/stdout2" \
+  --catalog "$shared/catalog" --throughputs "" --spot-trace "$trace" --out "$tmp/out2" >"$tmp/stdout2" \
   2>"$tmp/stderr" || fail "replay exited $?: $(cat "$tmp/stderr")"
 grep -q "spot reclaims replayed from" "$tmp/stdout2" || fail "replay not named"
 grep -q "equals the bill" "$tmp/stdout2" || fail "books (replay)"
 
 "$bin" simulate --trace "$tmp/trace.csv" --cluster "$src/examples/clusters/cloud-v100.yaml" \
-  --catalog "$shared/catalog" --rates 0.1,fast --out "$tmp/o3" 2>"$tmp/err"
+  --catalog "$shared/catalog" --throughputs "" --rates 0.1,fast --out "$tmp/o3" 2>"$tmp/err"
 [ $? -eq 2 ] || fail "a bad rate should exit 2"
 grep -q "'fast' is not a rate" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
 echo "ok"

@@ -363,6 +363,22 @@ TEST(Autoscale, PrefersHigherPriorityThenTheCheapestNodesForTheGang) {
   EXPECT_EQ(ups(checked_plan(with_job(8))), (std::vector<Up>{{0, -1, 1, 1}}));
 }
 
+TEST(Autoscale, RanksPoolsByCostPerUnitOfWork) {
+  auto with_speed = [](double fast_speed) {
+    auto b = SnapshotForTest()
+                 .now(kNow)
+                 .pool(pool("slow", {.gpus = 8, .price = 24}))  // $3 per GPU-hour
+                 .pool(pool("fast", {.gpus = 8, .price = 32}))  // $4 per GPU-hour
+                 .pending(1, {.gpus = 8});
+    b.raw().pools[1].relative_throughput = fast_speed;
+    return b.build();
+  };
+  // Twice the work per GPU-hour for a third more money: the fast pool is cheaper per step.
+  EXPECT_EQ(ups(checked_plan(with_speed(2.0))), (std::vector<Up>{{1, -1, 1, 1}}));
+  // Only 10 % faster: not worth its price.
+  EXPECT_EQ(ups(checked_plan(with_speed(1.1))), (std::vector<Up>{{0, -1, 1, 1}}));
+}
+
 TEST(Autoscale, PacksFractionalGpusAndKeepsWholeGpuJobsOffMigPools) {
   model::Pool mig = pool("mig", {.gpus = 1, .price = 1, .priority = 9});
   mig.mig_enabled = true;

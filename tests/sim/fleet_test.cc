@@ -233,6 +233,16 @@ TEST(CloudSim, PoolsResolveAgainstTheCatalogOrSayWhatItSells) {
   EXPECT_EQ(p.gpu_model, "V100-16GB");
   EXPECT_EQ(p.gpus_per_node, 1);
   EXPECT_DOUBLE_EQ(p.price_per_node_hour, 0.90);
+  EXPECT_DOUBLE_EQ(p.relative_throughput, 1.0);
+  const auto table = cloud::ThroughputTable::from_measurements(
+      {{"job", {{"V100-16GB", 10.0}, {"A100-80GB", 25.0}}}});
+  model::Pool q = p;
+  q.instance_type = "p3.2xlarge";
+  ASSERT_TRUE(cloud::resolve_pool(offers, q, &table, "job").is_ok());
+  EXPECT_DOUBLE_EQ(q.relative_throughput, 1.0);  // V100 is the reference
+  offers[0].accelerator = offers[1].accelerator = "A100-80GB";
+  ASSERT_TRUE(cloud::resolve_pool(offers, q, &table, "job").is_ok());
+  EXPECT_DOUBLE_EQ(q.relative_throughput, 2.5);
   p.zones = {"z3"};
   auto bad_zone = cloud::resolve_pool(offers, p);
   ASSERT_FALSE(bad_zone.is_ok());
