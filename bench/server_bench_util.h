@@ -164,7 +164,7 @@ class ServedApi {
   explicit ServedApi(server::ControlPlane& plane) : api_(plane, {.host = "127.0.0.1", .port = 0}) {
     must(api_.bind(), "binding the HTTP API");
     thread_ = std::thread([this] { api_.serve(); });
-    // stop() is only safe once the listen loop runs; a reply proves that it does.
+    // A reply proves that the API answers before anything is timed.
     httplib::Client probe("127.0.0.1", api_.bound_port());
     for (int attempt = 0; attempt < 200; ++attempt) {
       auto res = probe.Get("/healthz");

@@ -78,14 +78,25 @@ Runner add_submit(CLI::App& app) {
     ClientOptions client;
     std::vector<std::string> files;
     bool quiet = false;
+    std::string idempotency_key;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("submit", "Submit jobs from YAML specs (docs/job-spec.md)");
   cmd->add_option("-f,--file", o->files, "Job spec file (YAML or JSON; - for stdin); repeatable")
       ->required();
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the new job ids");
+  add_idempotency_option(*cmd, o->idempotency_key);
   add_client_options(*cmd, o->client);
   return [o] {
+    if (!o->idempotency_key.empty()) {
+      if (auto st = check_idempotency_key(o->idempotency_key); !st.is_ok())
+        return report("submit", st);
+      if (o->files.size() > 1)
+        return report("submit", util::invalid_argument(
+                                    "--idempotency-key names one submission; give one -f per "
+                                    "command, or leave the option out to get a fresh key per "
+                                    "file"));
+    }
     ApiClient api(o->client);
     int rc = kExitOk;
     for (const auto& f : o->files) {
@@ -101,7 +112,11 @@ Runner add_submit(CLI::App& app) {
         ss << in.rdbuf();
       }
       const std::string label = f == "-" ? "stdin" : f;
-      auto r = api.post("/api/v1/jobs?file=" + url_encode(label), ss.str(), "application/yaml");
+      // One key per file, kept across this file's retries only.
+      const std::string key =
+          o->idempotency_key.empty() ? new_idempotency_key() : o->idempotency_key;
+      auto r = api.post_idempotent("/api/v1/jobs?file=" + url_encode(label), ss.str(),
+                                   "application/yaml", key);
       if (!r.is_ok()) {
         rc = report("submit", r.status());
         if (rc == kExitUnreachable) return rc;

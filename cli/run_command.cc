@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 
@@ -42,6 +43,7 @@ Runner add_run_command(CLI::App& app) {
     int workers = 1, backoff_limit = 3, grace = 30;
     bool not_preemptible = false, quiet = false;
     std::vector<std::string> env, depends_on, command;
+    std::string idempotency_key;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
@@ -69,10 +71,15 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "TRAINYARD_CHECKPOINT_DIR");
   cmd->add_flag("--not-preemptible", o->not_preemptible, "Never preempt this job");
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the job id");
+  add_idempotency_option(*cmd, o->idempotency_key);
   cmd->add_option("command", o->command, "The command after --")->required();
   add_client_options(*cmd, o->client);
   return [o] {
     using nlohmann::json;
+    if (!o->idempotency_key.empty()) {
+      if (auto st = check_idempotency_key(o->idempotency_key); !st.is_ok())
+        return report("run", st);
+    }
     json limits = json::object();
     if (o->gpus != "0") {
       double g = 0;
@@ -117,7 +124,9 @@ Runner add_run_command(CLI::App& app) {
         {"metadata", {{"name", o->name.empty() ? default_name(o->command) : o->name}}},
         {"spec", spec}};
     ApiClient api(o->client);
-    auto r = api.post("/api/v1/jobs?file=command-line", doc.dump(), "application/json");
+    auto r = api.post_idempotent(
+        "/api/v1/jobs?file=command-line", doc.dump(), "application/json",
+        o->idempotency_key.empty() ? new_idempotency_key() : o->idempotency_key);
     if (!r.is_ok()) return report("run", r.status());
     print_submitted(*r, o->quiet);
     return kExitOk;

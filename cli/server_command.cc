@@ -29,6 +29,10 @@ Runner add_server_command(CLI::App& app, const std::string& self_path) {
                   "capacity.provider");
   cmd->add_flag("--require-auth", opts->require_auth,
                 "Require a token even on loopback (always required on other addresses)");
+  cmd->add_flag("--check", opts->check,
+                "Check this machine, config and state directory for security problems (can jobs "
+                "be isolated, file modes, how the API is exposed), print each finding with its "
+                "fix, and exit: 1 when one is high-severity, else 0. Starts nothing");
   return [opts] { return server::run_server(*opts); };
 }
 

@@ -2,6 +2,10 @@
 // directory (step-<N>/ with a MANIFEST.json of file sizes and SHA-256s, written by the SDK) and
 // its metrics file (JSON lines). The control plane uses this to say which checkpoints are
 // loadable and how much work a preemption would lose. Thread-compatible; reads files only.
+// A job controls these files: each is opened without following a link in its last component,
+// and must be a regular file (a FIFO or device would hang or flood the reader). A root server
+// reads them under ScopedFileIdentity (credentials.h), so a link anywhere in a path reaches
+// nothing the job could not read itself.
 #pragma once
 
 #include <cstdint>

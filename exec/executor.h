@@ -6,15 +6,21 @@
 // worker ends into the worker's run dir, and copies the worker's stdout+stderr into
 // `output.log` up to a size cap. So a worker outlives a server crash, and a restarted server can
 // re-adopt it (find()) and learn its real outcome (poll()) without being its parent.
+//
+// With credentials (a root server), the wrapper stays root and only the worker drops to the
+// team's user: the files the server trusts (pid, exit_status, output.log) live in a run dir
+// the worker can read but not write; the worker writes in its own `work` and `tmp` dirs.
 #pragma once
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "exec/credentials.h"
 #include "util/ids.h"
 #include "util/status.h"
 
@@ -29,6 +35,10 @@ inline constexpr const char* kLogFile = "output.log";
 // (docs/job-contract.md).
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 inline constexpr const char* kNoticeFile = "preempt_notice";  // written when notice is given
+// The worker's own directories in its run dir: its default working directory (and HOME when its
+// user has none), and its TMPDIR. Owned by the worker's user; everything else there is root's.
+inline constexpr const char* kWorkDir = "work";
+inline constexpr const char* kTmpDir = "tmp";
 
 struct WorkerLaunch {
   util::JobId job;
@@ -40,13 +50,19 @@ struct WorkerLaunch {
   int master_port = 0;
   std::vector<std::string> argv;  // command + args; run directly, never through a shell
   std::vector<std::pair<std::string, std::string>> env;  // user env; trainyard's vars win
-  std::string working_dir;                               // empty = run_dir
+  std::string working_dir;  // empty = run_dir/kWorkDir; never created (it must exist)
   // CUDA_VISIBLE_DEVICES entries (UUIDs). None: CUDA_VISIBLE_DEVICES="" (CUDA shows no GPU).
   std::vector<std::string> visible_devices;
-  std::string checkpoint_dir;     // TRAINYARD_CHECKPOINT_DIR (created if missing)
-  double mtbf_seconds = 0;        // TRAINYARD_MTBF_SECONDS when > 0
-  std::filesystem::path run_dir;  // created if missing
+  // TRAINYARD_CHECKPOINT_DIR. Created when missing by the worker itself, after it has become
+  // its user, so a spec cannot make root create (or own) a directory anywhere.
+  std::string checkpoint_dir;
+  double mtbf_seconds = 0;  // TRAINYARD_MTBF_SECONDS when > 0
+  // Created if missing, with its work and tmp dirs and an empty metrics file. With `run_as` its
+  // parent must already let the worker's group through (the control plane prepares it).
+  std::filesystem::path run_dir;
   int64_t log_cap_bytes = 64 << 20;
+  // The user the worker runs as; nullopt = this process's own user. Requires root.
+  std::optional<Credentials> run_as;
 };
 
 // A running worker. start_ticks (field 22 of /proc/<pid>/stat) guards against pid reuse.

@@ -1,6 +1,7 @@
 #include "exec/internal/run_files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -65,13 +66,23 @@ std::vector<std::string_view> split_words(std::string_view text) {
 
 }  // namespace
 
+void set_run_file_access(int fd, const std::filesystem::path& dir) {
+  ::fchmod(fd, kRunFileMode);
+  struct stat st {};
+  if (::geteuid() == 0 && ::stat(dir.c_str(), &st) == 0) {
+    int ignored = ::fchown(fd, static_cast<uid_t>(-1), st.st_gid);
+    (void)ignored;  // the mode alone still keeps others out
+  }
+}
+
 util::Status write_file_atomically(const std::filesystem::path& path, std::string_view content,
                                    bool durable) {
   static std::atomic<int> sequence{0};
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp.{}.{}", ::getpid(), sequence.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_status("cannot create", tmp);
+  set_run_file_access(fd, path.parent_path());
   bool ok = write_all(fd, content) && (!durable || ::fsync(fd) == 0);
   int saved_errno = errno;
   ::close(fd);

@@ -1,5 +1,6 @@
 #include "exec/internal/worker_command.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -78,8 +79,15 @@ std::vector<std::string> wrapper_argv(const std::string& wrapper_path, const Wor
       wrapper_path, kWrapperSubcommand,
       "--run-dir",  w.run_dir.string(),
       "--log-cap",  std::to_string(w.log_cap_bytes),
-      "--cwd",      w.working_dir.empty() ? w.run_dir.string() : w.working_dir,
-      "--"};
+      "--cwd",      w.working_dir.empty() ? (w.run_dir / kWorkDir).string() : w.working_dir};
+  if (!w.checkpoint_dir.empty()) argv.insert(argv.end(), {"--checkpoint-dir", w.checkpoint_dir});
+  if (w.run_as) {
+    std::vector<std::string> groups;
+    for (uint32_t g : w.run_as->groups) groups.push_back(std::to_string(g));
+    argv.insert(argv.end(), {"--uid", std::to_string(w.run_as->uid), "--gid",
+                             std::to_string(w.run_as->gid), "--groups", join(groups, ",")});
+  }
+  argv.insert(argv.end(), {"--env-fd", std::to_string(kEnvFd), "--"});
   argv.insert(argv.end(), w.argv.begin(), w.argv.end());
   return argv;
 }
@@ -92,6 +100,16 @@ std::vector<std::string> worker_environment(const WorkerLaunch& w, char** base) 
     if (eq != std::string_view::npos && eq > 0) env.set(entry.substr(0, eq), entry.substr(eq + 1));
   }
   env.erase("CUDA_VISIBLE_DEVICES");
+  env.erase("TRAINYARD_TOKEN");
+  if (w.run_as) {
+    // The server's user's session, not the worker's: its sockets would refuse the worker anyway.
+    env.erase("XDG_RUNTIME_DIR");
+    env.erase("SSH_AUTH_SOCK");
+    env.set("USER", w.run_as->user);
+    env.set("LOGNAME", w.run_as->user);
+    env.set("HOME", w.run_as->home.empty() ? (w.run_dir / kWorkDir).string() : w.run_as->home);
+  }
+  env.set("TMPDIR", (w.run_dir / kTmpDir).string());
   for (const auto& [name, value] : w.env) env.set(name, value);
   env.set("TRAINYARD_JOB_ID", std::to_string(w.job.value()));
   env.set("TRAINYARD_ATTEMPT", std::to_string(w.attempt));
@@ -108,6 +126,38 @@ std::vector<std::string> worker_environment(const WorkerLaunch& w, char** base) 
   env.set("MASTER_ADDR", w.master_addr);
   if (w.master_port > 0) env.set("MASTER_PORT", std::to_string(w.master_port));
   return std::move(env).take();
+}
+
+std::vector<std::string> wrapper_environment(char** base) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  for (char** e = base; e && *e; ++e) {
+    std::string_view entry(*e);
+    for (std::string_view name : {"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS="}) {
+      if (entry.starts_with(name)) env.emplace_back(entry);
+    }
+  }
+  return env;
+}
+
+std::string env_block(const std::vector<std::string>& entries) {
+  std::string block;
+  for (const auto& e : entries) {
+    block += e;
+    block += '\0';
+  }
+  return block;
+}
+
+std::vector<std::string> parse_env_block(std::string_view block) {
+  std::vector<std::string> out;
+  while (!block.empty()) {
+    size_t end = block.find('\0');
+    if (end == std::string_view::npos) end = block.size();
+    if (end > 0) out.emplace_back(block.substr(0, end));
+    block.remove_prefix(std::min(block.size(), end + 1));
+  }
+  return out;
 }
 
 std::vector<char*> c_string_array(std::vector<std::string>& strings) {

@@ -3,9 +3,12 @@
 #include "exec/wrapper.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,9 @@
 
 #include "exec/executor.h"
 #include "exec/internal/run_files.h"
+#include "exec/internal/worker_command.h"
+
+extern char** environ;
 
 namespace trainyard::exec {
 namespace {
@@ -37,34 +43,73 @@ struct WrapperArgs {
   fs::path run_dir;
   int64_t log_cap = -1;
   std::string cwd;
-  std::vector<char*> argv;  // nullptr-terminated
+  std::string checkpoint_dir;   // made by the worker (as its user) when missing
+  std::optional<uint32_t> uid;  // the worker's user; unset = the wrapper's own
+  uint32_t gid = 0;
+  std::vector<gid_t> groups;  // gid first, then the supplementary groups
+  int env_fd = -1;            // the worker's environment (env_block); -1 = the wrapper's own
+  std::vector<char*> argv;    // nullptr-terminated
 };
+
+template <typename Int>
+bool parse_number(std::string_view text, Int& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+util::Status parse_groups(std::string_view text, std::vector<gid_t>& out) {
+  while (!text.empty()) {
+    const size_t comma = std::min(text.find(','), text.size());
+    gid_t g = 0;
+    if (!parse_number(text.substr(0, comma), g)) {
+      return util::invalid_argument(
+          fmt::format("--groups wants numbers like 10,44, got '{}'", text));
+    }
+    out.push_back(g);
+    text.remove_prefix(std::min(text.size(), comma + 1));
+  }
+  return util::Status::ok();
+}
+
+util::Status parse_option(std::string_view flag, std::string_view value, WrapperArgs& a) {
+  if (flag == "--run-dir") {
+    a.run_dir = value;
+  } else if (flag == "--cwd") {
+    a.cwd = value;
+  } else if (flag == "--checkpoint-dir") {
+    a.checkpoint_dir = value;
+  } else if (flag == "--log-cap") {
+    if (!parse_number(value, a.log_cap) || a.log_cap < 0)
+      return util::invalid_argument(fmt::format("--log-cap wants bytes >= 0, got '{}'", value));
+  } else if (flag == "--uid") {
+    uint32_t uid = 0;
+    if (!parse_number(value, uid)) return util::invalid_argument("--uid wants a number");
+    a.uid = uid;
+  } else if (flag == "--gid") {
+    if (!parse_number(value, a.gid)) return util::invalid_argument("--gid wants a number");
+  } else if (flag == "--groups") {
+    return parse_groups(value, a.groups);
+  } else if (flag == "--env-fd") {
+    if (!parse_number(value, a.env_fd) || a.env_fd < 0)
+      return util::invalid_argument("--env-fd wants a file descriptor number");
+  } else {
+    return util::invalid_argument(fmt::format("unknown option '{}'", flag));
+  }
+  return util::Status::ok();
+}
 
 util::Result<WrapperArgs> parse_args(int argc, char** argv) {
   WrapperArgs a;
   int i = 2;
   for (; i < argc && std::string_view(argv[i]) != "--"; i += 2) {
-    std::string_view flag = argv[i];
-    if (flag != "--run-dir" && flag != "--cwd" && flag != "--log-cap") {
-      return util::invalid_argument(fmt::format("unknown option '{}'", flag));
-    }
-    if (i + 1 >= argc) return util::invalid_argument(fmt::format("{} needs a value", flag));
-    std::string_view value = argv[i + 1];
-    if (flag == "--run-dir") {
-      a.run_dir = value;
-    } else if (flag == "--cwd") {
-      a.cwd = value;
-    } else {
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), a.log_cap);
-      if (ec != std::errc() || end != value.data() + value.size() || a.log_cap < 0) {
-        return util::invalid_argument(fmt::format("--log-cap wants bytes >= 0, got '{}'", value));
-      }
-    }
+    if (i + 1 >= argc) return util::invalid_argument(fmt::format("{} needs a value", argv[i]));
+    TY_RETURN_IF_ERROR(parse_option(argv[i], argv[i + 1], a));
   }
   for (++i; i < argc; ++i) a.argv.push_back(argv[i]);
   if (a.run_dir.empty() || a.log_cap < 0 || a.argv.empty()) {
     return util::invalid_argument("--run-dir, --log-cap and a command after '--' are required");
   }
+  a.groups.insert(a.groups.begin(), a.gid);
   a.argv.push_back(nullptr);
   return a;
 }
@@ -122,22 +167,72 @@ void reset_inherited_state() {
   }
 }
 
+// In the forked child, as root: becomes the worker's user for good. setuid() from root sets the
+// real, effective and saved ids, and no-new-privs keeps setuid binaries from raising them again;
+// a setuid(0) that still works afterwards means something went wrong, so the worker never runs.
+bool drop_privileges(const WrapperArgs& a) {
+  if (::setgroups(a.groups.size(), a.groups.data()) != 0) return false;
+  if (::setgid(a.gid) != 0 || ::setuid(*a.uid) != 0) return false;
+  if (*a.uid == 0) return true;  // the configuration asked for root workers
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  if (::setuid(0) == 0 || ::geteuid() != *a.uid || ::getegid() != a.gid) return false;
+  return true;
+}
+
+// mkdir -p, as the worker: only where its user may create directories. Empty when it exists.
+std::string make_dirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  return ec ? ec.message() : "";
+}
+
+[[noreturn]] void cannot_start(const char* what, const std::string& path, const std::string& why) {
+  std::fprintf(stderr, "trainyard: cannot %s '%s': %s (the worker runs as uid %u, gid %u)\n", what,
+               path.c_str(), why.c_str(), ::getuid(), ::getgid());
+  ::_exit(kCannotStart);
+}
+
 // In the forked child: becomes the worker. Never returns.
-[[noreturn]] void exec_worker(const WrapperArgs& a, int output_fd) {
+[[noreturn]] void exec_worker(const WrapperArgs& a, int output_fd, std::vector<char*>& env) {
   ::dup2(output_fd, STDOUT_FILENO);
   ::dup2(output_fd, STDERR_FILENO);
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0) {
-    std::fprintf(stderr, "trainyard: cannot change to working directory '%s': %s\n", a.cwd.c_str(),
+  if (a.uid && !drop_privileges(a)) {
+    std::fprintf(stderr, "trainyard: cannot run the worker as uid %u, gid %u: %s\n", *a.uid, a.gid,
                  std::strerror(errno));
     ::_exit(kCannotStart);
   }
+  ::umask(022);  // the server's 077 is for its own files; a job's follow the usual default
+  if (!a.checkpoint_dir.empty()) {
+    if (std::string why = make_dirs(a.checkpoint_dir); !why.empty())
+      cannot_start("create the checkpoint directory", a.checkpoint_dir, why);
+  }
+  if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
+    cannot_start("change to working directory", a.cwd, std::strerror(errno));
+  if (!env.empty()) environ = env.data();  // execvp looks the command up in the worker's PATH
   ::execvp(a.argv[0], a.argv.data());
   std::fprintf(stderr, "trainyard: cannot execute '%s': %s\n", a.argv[0], std::strerror(errno));
   ::_exit(kCannotStart);
+}
+
+// The worker's environment from the server (env_block in worker_command.h), read before the
+// inherited fds are closed. Empty when the server sent none.
+std::vector<std::string> read_worker_env(int fd) {
+  if (fd < 0) return {};
+  std::string block;
+  char buf[65536];
+  ::lseek(fd, 0, SEEK_SET);
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    block.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return internal::parse_env_block(block);
 }
 
 // Reads what is in the pipe now, without waiting: a background process of the worker may hold
@@ -220,10 +315,15 @@ util::Status start_session(const WrapperArgs& a, int log_fd) {
 }
 
 int run(const WrapperArgs& a) {
+  std::vector<std::string> env_strings = read_worker_env(a.env_fd);
+  std::vector<char*> env;
+  if (a.env_fd >= 0) env = internal::c_string_array(env_strings);
   reset_inherited_state();
   fs::path log_path = a.run_dir / kLogFile;
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int log_fd =
+      ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (log_fd < 0) return fail(a.run_dir, errno_text("cannot open " + log_path.string()));
+  internal::set_run_file_access(log_fd, a.run_dir);
   // Ignored before the pid file exists: from then on the server may signal the group.
   for (int sig : kIgnoredSignals) ::signal(sig, SIG_IGN);
   if (util::Status s = start_session(a, log_fd); !s.is_ok()) return fail(a.run_dir, s.message());
@@ -238,7 +338,7 @@ int run(const WrapperArgs& a) {
   }
   pid_t worker = ::fork();
   if (worker < 0) return fail(a.run_dir, errno_text("fork"));
-  if (worker == 0) exec_worker(a, output[1]);
+  if (worker == 0) exec_worker(a, output[1], env);
   ::close(output[1]);
   CappedLog log(log_fd, a.log_cap);
   int wstatus = copy_until_exit(worker, output[0], child_signal, log);
@@ -252,6 +352,7 @@ int wrapper_main(int argc, char** argv) {
   if (!args.is_ok()) {
     std::fprintf(stderr,
                  "trainyard %s: %s\nusage: trainyard %s --run-dir DIR --log-cap BYTES [--cwd DIR] "
+                 "[--checkpoint-dir DIR] [--uid UID --gid GID [--groups G,...]] [--env-fd FD] "
                  "-- COMMAND [ARGS...]\n(started by the local executor; not meant to be run by "
                  "hand)\n",
                  kWrapperSubcommand, args.status().message().c_str(), kWrapperSubcommand);

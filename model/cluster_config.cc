@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "model/accelerator.h"
+#include "model/names.h"
 #include "model/quantity.h"
 
 namespace trainyard::model {
@@ -330,6 +331,8 @@ class Parser {
     model::Team team;
     if (!t["name"]) return error(t, "a team needs a name");
     TY_ASSIGN_OR_RETURN(team.name, str(t["name"], "name"));
+    // The same rule as spec.team and API tokens, so every configured team can own jobs.
+    if (auto st = check_team_name(team.name); !st.is_ok()) return error(t["name"], st.message());
     for (const auto& other : out.teams) {
       if (other.name == team.name)
         return error(t["name"], fmt::format("team '{}' is defined twice", team.name));

@@ -2,30 +2,40 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "model/accelerator.h"
 #include "model/internal/manifest_reader.h"
 #include "model/internal/yaml_documents.h"
+#include "model/names.h"
+#include "model/sim_gpu_profile.h"
 
 namespace trainyard::model {
 namespace {
 
 using internal::Field;
 using internal::Fields;
+using internal::kMaxPathBytes;
 using internal::ManifestReader;
+using internal::ManifestSource;
 
 // A spec is a page of YAML; anything far larger is a mistake or an attack on the parser.
 constexpr size_t kMaxManifestBytes = size_t{1} << 20;
+// The canonical JSON of an accepted spec can be longer than the spec: JSON escaping turns one
+// byte into up to six (\u001f), and short YAML entries ({A, B}) become indented objects. With
+// the execve limits on command, args and env it stays under about 7 MiB; this bound leaves room
+// and still refuses a store row that is garbage.
+constexpr size_t kMaxStoredManifestBytes = size_t{16} << 20;
 constexpr std::string_view kApiVersion = "trainyard.dev/v1";
 constexpr int64_t kMaxWorkers = 1024;
 constexpr int64_t kMaxBackoffLimit = 100;
 constexpr int64_t kMaxPriority = 1'000'000'000;  // Kubernetes' ceiling for user priorities
 constexpr int64_t kMaxSeconds = int64_t{10} * 365 * 24 * 3600;
 constexpr int64_t kMaxGraceSeconds = 3600;
-constexpr size_t kMaxNameLength = 63;
 
 const Field* find(const Fields& fields, std::string_view name) {
   auto it = fields.find(name);
@@ -36,13 +46,13 @@ bool is_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// [a-z0-9]([-a-z0-9.]*[a-z0-9])?, at most 63 characters.
-bool is_job_name(std::string_view s) {
-  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (s.empty() || s.size() > kMaxNameLength || !lower_alnum(s.front()) || !lower_alnum(s.back()))
-    return false;
-  return std::all_of(s.begin(), s.end(),
-                     [&](char c) { return lower_alnum(c) || c == '-' || c == '.'; });
+// What a team name had to be before check_team_name(): non-empty, at most 63 bytes, no spaces
+// or control characters. Stored specs of that time are still read.
+bool is_legacy_team_name(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxNameLength && std::none_of(s.begin(), s.end(), [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) ||
+           std::iscntrl(static_cast<unsigned char>(c));
+  });
 }
 
 // Numeric job ids start at 1 and fit in int64.
@@ -60,7 +70,7 @@ std::string known_models() {
 
 class ManifestParser {
  public:
-  explicit ManifestParser(std::string file) : r_(std::move(file)) {}
+  ManifestParser(std::string file, ManifestSource source) : r_(std::move(file)), source_(source) {}
 
   util::Result<JobManifest> parse(const Field& root) {
     if (!root.value.IsMap()) {
@@ -109,6 +119,21 @@ class ManifestParser {
     }
     if (const Field* labels = find(f, "labels")) {
       TY_ASSIGN_OR_RETURN(m.labels, r_.labels(*labels));
+      if (source_ == ManifestSource::Submission) TY_RETURN_IF_ERROR(sim_gpu_profile(*labels));
+    }
+    return util::Status::ok();
+  }
+
+  // Simulated GPUs draw the job's load from this label; a misspelt profile would otherwise
+  // quietly look healthy.
+  util::Status sim_gpu_profile(const Field& labels) const {
+    TY_ASSIGN_OR_RETURN(std::vector<Field> entries, r_.entries(labels));
+    for (const Field& e : entries) {
+      if (e.key.Scalar() != kLabelSimGpuProfile) continue;
+      if (e.value.IsScalar() && is_sim_gpu_profile(e.value.Scalar())) continue;
+      return r_.invalid(e, fmt::format("one of {}", sim_gpu_profile_list()),
+                        "the load simulated GPUs show for this job; leave the label out for "
+                        "healthy");
     }
     return util::Status::ok();
   }
@@ -127,20 +152,21 @@ class ManifestParser {
     const Field* tmpl = find(f, "template");
     if (tmpl == nullptr)
       return r_.missing(spec, "template", "add template: {command: [<program>, <arg>]}");
-    return internal::read_template(r_, *tmpl, m);
+    return internal::read_template(r_, source_, *tmpl, m);
   }
 
   util::Status team(const Fields& f, JobManifest& m) const {
     m.spec.team = "default";
     const Field* team = find(f, "team");
     if (team == nullptr) return util::Status::ok();
-    TY_ASSIGN_OR_RETURN(m.spec.team, r_.nonempty_string(*team));
-    const bool plain = std::none_of(m.spec.team.begin(), m.spec.team.end(), [](char c) {
-      return std::isspace(static_cast<unsigned char>(c)) ||
-             std::iscntrl(static_cast<unsigned char>(c));
-    });
-    if (!plain || m.spec.team.size() > kMaxNameLength)
-      return r_.invalid(*team, "a team name of at most 63 characters without spaces");
+    TY_ASSIGN_OR_RETURN(m.spec.team, r_.string(*team));
+    const bool ok = source_ == ManifestSource::Store ? is_legacy_team_name(m.spec.team)
+                                                     : check_team_name(m.spec.team).is_ok();
+    if (!ok) {
+      return r_.invalid(*team, fmt::format("a team name: 1 to {} letters, digits, \"-\", \"_\" or "
+                                           "\".\", starting with a letter or digit",
+                                           kMaxNameLength));
+    }
     return util::Status::ok();
   }
 
@@ -191,15 +217,17 @@ class ManifestParser {
   util::Status depends_on(const Field& deps, JobManifest& m) const {
     TY_ASSIGN_OR_RETURN(std::vector<std::string> names, r_.string_list(deps));
     TY_ASSIGN_OR_RETURN(std::vector<Field> items, r_.items(deps, ""));
+    std::set<std::string_view> seen;
     for (size_t idx = 0; idx < names.size(); ++idx) {
       const std::string& dep = names[idx];
       if (!is_job_id(dep) && !is_job_name(dep))
         return r_.invalid(items[idx], "a job name or a numeric job id");
       if (dep == m.spec.name) return r_.invalid(items[idx], "another job than this one");
-      if (std::find(m.depends_on.begin(), m.depends_on.end(), dep) != m.depends_on.end())
-        return r_.error(items[idx], fmt::format("{}: \"{}\" is listed twice", deps.path, dep));
-      m.depends_on.push_back(dep);
+      if (!seen.insert(dep).second)
+        return r_.error(items[idx],
+                        fmt::format("{}: \"{}\" is listed twice", items[idx].path, dep));
     }
+    m.depends_on = std::move(names);
     return util::Status::ok();
   }
 
@@ -239,6 +267,9 @@ class ManifestParser {
       TY_ASSIGN_OR_RETURN(m.checkpoint.dir, r_.string(*dir));
       if (!m.checkpoint.dir.empty() && m.checkpoint.dir.front() != '/')
         return r_.invalid(*dir, "an absolute path (starting with /)");
+      if (source_ == ManifestSource::Submission && m.checkpoint.dir.size() >= kMaxPathBytes)
+        return r_.invalid(*dir, fmt::format("a path of at most {} bytes", kMaxPathBytes - 1),
+                          "Linux's PATH_MAX; the checkpoint directory could not be made");
     }
     if (const Field* grace = find(f, "gracePeriodSeconds")) {
       TY_ASSIGN_OR_RETURN(const int64_t s,
@@ -255,6 +286,7 @@ class ManifestParser {
   }
 
   ManifestReader r_;
+  ManifestSource source_;
 };
 
 // Where the byte at `offset` is, for errors found before YAML parsing.
@@ -262,7 +294,8 @@ int line_of(std::string_view text, size_t offset) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
 }
 
-util::Result<JobManifest> parse_documents(const std::string& text, const std::string& file) {
+util::Result<JobManifest> parse_documents(const std::string& text, const std::string& file,
+                                          ManifestSource source) {
   const internal::YamlDocuments docs = internal::load_documents(text);
   if (docs.second) {
     return util::invalid_argument(
@@ -275,17 +308,39 @@ util::Result<JobManifest> parse_documents(const std::string& text, const std::st
         fmt::format("{}:1: the document is empty (a job starts with apiVersion: {} and kind: Job)",
                     file, kApiVersion));
   }
-  return ManifestParser(file).parse(Field{"", docs.first, docs.first});
+  return ManifestParser(file, source).parse(Field{"", docs.first, docs.first});
 }
 
-}  // namespace
+// True when the text holds a JSON \uD800-\uDFFF escape: half of a UTF-16 surrogate pair, which
+// is how JSON writers such as Python's json.dumps spell characters beyond the BMP (emoji).
+bool has_surrogate_escape(std::string_view text) {
+  for (size_t i = text.find("\\u"); i != std::string_view::npos; i = text.find("\\u", i + 1)) {
+    if (i + 3 < text.size() && (text[i + 2] == 'd' || text[i + 2] == 'D') &&
+        std::string_view("89abAB").find(text[i + 3]) != std::string_view::npos)
+      return true;
+  }
+  return false;
+}
 
-util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file) {
+// yaml-cpp refuses surrogate-pair escapes ("invalid unicode"), so a JSON body that uses them is
+// read by a JSON parser and written back with the characters themselves (same document, other
+// line breaks: errors then count lines of that form). Anything else is left to the YAML parser.
+std::optional<std::string> json_with_plain_characters(std::string_view text) {
+  if (!has_surrogate_escape(text)) return std::nullopt;
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return std::nullopt;
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+util::Result<JobManifest> parse_text(std::string_view text, std::string_view file,
+                                     ManifestSource source) {
   const std::string name(file);
-  if (text.size() > kMaxManifestBytes) {
+  const size_t limit =
+      source == ManifestSource::Store ? kMaxStoredManifestBytes : kMaxManifestBytes;
+  if (text.size() > limit) {
     return util::invalid_argument(
-        fmt::format("{}: the job spec has {} bytes; at most {} are accepted", name, text.size(),
-                    kMaxManifestBytes));
+        fmt::format("{}: the job spec{} has {} bytes; at most {} are accepted", name,
+                    source == ManifestSource::Store ? "'s stored form" : "", text.size(), limit));
   }
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     return util::invalid_argument(
@@ -294,13 +349,33 @@ util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_
     return util::invalid_argument(
         fmt::format("{}:{}: the text is not valid UTF-8", name, line_of(text, bad)));
   try {
-    return parse_documents(std::string(text), name);
+    if (auto plain = json_with_plain_characters(text)) return parse_documents(*plain, name, source);
+    return parse_documents(std::string(text), name, source);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null())
       return util::invalid_argument(fmt::format("{}: not valid YAML: {}", name, e.msg));
     return util::invalid_argument(
         fmt::format("{}:{}: not valid YAML: {}", name, e.mark.line + 1, e.msg));
   }
+}
+
+}  // namespace
+
+util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file) {
+  TY_ASSIGN_OR_RETURN(JobManifest m, parse_text(text, file, ManifestSource::Submission));
+  // What is accepted must be storable: the limits above keep the stored form far below this
+  // bound, and this check keeps it so if they change.
+  if (const size_t stored = job_manifest_to_json(m).size(); stored > kMaxStoredManifestBytes) {
+    return util::invalid_argument(
+        fmt::format("{}: the job spec's stored form would have {} bytes; at most {} can be "
+                    "stored (shorten the command, args, env or labels)",
+                    file, stored, kMaxStoredManifestBytes));
+  }
+  return m;
+}
+
+util::Result<JobManifest> parse_stored_job_manifest(std::string_view text, std::string_view file) {
+  return parse_text(text, file, ManifestSource::Store);
 }
 
 }  // namespace trainyard::model

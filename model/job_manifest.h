@@ -1,7 +1,8 @@
 // A job as a user writes it: a Kubernetes-shaped YAML (or JSON) document with the scheduler's
 // request (model::JobSpec) and how to run it (command, env, checkpoint dir). The same parser
 // reads files given to `trainyard submit`, API request bodies and the store's canonical JSON,
-// so a spec means one thing everywhere. Errors name file:line and the fix; see docs/job-spec.md.
+// so a spec means one thing everywhere. Errors name file:line, the field's dotted path and the
+// fix; see docs/job-spec.md.
 #pragma once
 
 #include <string>
@@ -50,12 +51,27 @@ struct JobManifest {
   bool operator==(const JobManifest&) const = default;
 };
 
-// Parses one `apiVersion: trainyard.dev/v1, kind: Job` document (YAML or JSON text).
-// `file` names the source in error messages ("job.yaml:14: ...").
+// Parses one `apiVersion: trainyard.dev/v1, kind: Job` document (YAML or JSON text) as a user
+// or a client submits it: at most 1 MiB, every rule of docs/job-spec.md. `file` names the source
+// in error messages ("job.yaml:14: ..."). What it accepts, job_manifest_to_json() can write and
+// parse_stored_job_manifest() reads back to an equal manifest.
 util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file);
 
-// Canonical JSON text of `m`, in the same Kubernetes shape; parse_job_manifest() reads it back
-// to an equal manifest.
+// Parses a job's stored form (job_manifest_to_json() of a manifest accepted earlier), for
+// recovery and anything else that reads the store. The same parser, but the text may be up to
+// 16 MiB (escaping makes the JSON of a 1 MiB spec longer than 1 MiB), and rules added after a job
+// could have been stored (team-name characters, the simulated-GPU profile, execve sizes) are not
+// applied, so that no stored job becomes unreadable.
+util::Result<JobManifest> parse_stored_job_manifest(std::string_view text, std::string_view file);
+
+// The field a job-spec error is about, as a dotted path: "job.yaml:14: spec.workers must be ..."
+// -> "spec.workers", "...: unknown field \"spec.worker\" ..." -> "spec.worker"; also for the
+// server's own spec checks written "<path>: <problem>". "" for errors about the whole document
+// (size, encoding, syntax, a second document) and for messages about anything else.
+std::string job_spec_error_field(std::string_view message);
+
+// Canonical JSON text of `m`, in the same Kubernetes shape; parse_stored_job_manifest() (and
+// parse_job_manifest(), when it is at most 1 MiB) reads it back to an equal manifest.
 std::string job_manifest_to_json(const JobManifest& m);
 
 // Same document as YAML, for `trainyard show -o yaml`.

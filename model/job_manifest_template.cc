@@ -1,14 +1,14 @@
 // spec.template of a job manifest: the process (command, args, env, workingDir) and the
 // per-worker resource limits (whole or fractional GPUs, one MIG slice, CPU, memory).
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
 #include "model/internal/manifest_reader.h"
 #include "model/node.h"
+#include "model/quantity.h"
 
 namespace trainyard::model::internal {
 namespace {
@@ -16,6 +16,15 @@ namespace {
 constexpr std::string_view kGpuKey = "nvidia.com/gpu";
 constexpr std::string_view kMigPrefix = "nvidia.com/mig-";
 constexpr std::string_view kReservedEnvPrefix = "TRAINYARD_";
+// Linux refuses an execve whose argument or environment string, with its NUL, is longer than
+// MAX_ARG_STRLEN (32 pages = 131072 bytes): such a job would only fail at launch with E2BIG.
+constexpr size_t kMaxExecString = 131072;
+// The spec's share of execve's total (each string, its NUL and a pointer). Linux allows a quarter
+// of the stack limit, 2 MiB under the usual 8 MiB; the rest is left for the server's environment,
+// the wrapper's own arguments and trainyard's variables.
+constexpr size_t kMaxExecTotal = size_t{1} << 20;
+constexpr size_t kExecPointerBytes = sizeof(char*);
+constexpr std::string_view kLargeDataFix = "pass large data in a file and its path as the argument";
 // Set by trainyard for every worker, so a spec may not set them.
 constexpr std::string_view kReservedEnv[] = {"CUDA_VISIBLE_DEVICES", "WORLD_SIZE",  "RANK",
                                              "LOCAL_RANK",           "MASTER_ADDR", "MASTER_PORT"};
@@ -59,7 +68,8 @@ std::string all_mig_profiles() {
 
 class TemplateReader {
  public:
-  TemplateReader(const ManifestReader& r, JobManifest& m) : r_(r), m_(m) {}
+  TemplateReader(const ManifestReader& r, ManifestSource source, JobManifest& m)
+      : r_(r), current_rules_(source == ManifestSource::Submission), m_(m) {}
 
   util::Status read(const Field& tmpl) {
     TY_ASSIGN_OR_RETURN(Fields f,
@@ -67,14 +77,27 @@ class TemplateReader {
     const Field* command = find(f, "command");
     if (command == nullptr) return r_.missing(tmpl, "command", "add command: [<program>, <arg>]");
     TY_RETURN_IF_ERROR(read_command(*command));
+    TY_RETURN_IF_ERROR(check_arguments(*command, m_.process.command));
     if (const Field* args = find(f, "args")) {
       TY_ASSIGN_OR_RETURN(m_.process.args, r_.string_list(*args));
+      TY_RETURN_IF_ERROR(check_arguments(*args, m_.process.args));
     }
     if (const Field* env = find(f, "env")) TY_RETURN_IF_ERROR(read_env(*env));
+    if (current_rules_ && exec_bytes_ > kMaxExecTotal) {
+      return r_.error(
+          tmpl,
+          fmt::format("{}: command, args and env take {} bytes in execve (each string, its "
+                      "NUL and its {}-byte pointer); at most {} are accepted, so that the "
+                      "worker can be started ({})",
+                      tmpl.path, exec_bytes_, kExecPointerBytes, kMaxExecTotal, kLargeDataFix));
+    }
     if (const Field* dir = find(f, "workingDir")) {
       TY_ASSIGN_OR_RETURN(m_.process.working_dir, r_.string(*dir));
       if (!m_.process.working_dir.empty() && m_.process.working_dir.front() != '/')
         return r_.invalid(*dir, "an absolute path (starting with /)");
+      if (current_rules_ && m_.process.working_dir.size() >= kMaxPathBytes)
+        return r_.invalid(*dir, fmt::format("a path of at most {} bytes", kMaxPathBytes - 1),
+                          "Linux's PATH_MAX; a worker could not start there");
     }
     if (const Field* res = find(f, "resources")) {
       TY_ASSIGN_OR_RETURN(Fields rf, r_.fields(*res, {"limits"}));
@@ -95,12 +118,28 @@ class TemplateReader {
     return util::Status::ok();
   }
 
+  // Each element of `list` (already read into `values`) must fit in one execve argument.
+  util::Status check_arguments(const Field& list, const std::vector<std::string>& values) {
+    for (const std::string& v : values) exec_bytes_ += v.size() + 1 + kExecPointerBytes;
+    if (!current_rules_) return util::Status::ok();
+    for (size_t idx = 0; idx < values.size(); ++idx) {
+      if (values[idx].size() + 1 <= kMaxExecString) continue;
+      TY_ASSIGN_OR_RETURN(std::vector<Field> items, r_.items(list, ""));
+      return r_.invalid(
+          items[idx], fmt::format("an argument of at most {} bytes", kMaxExecString - 1),
+          fmt::format("it has {} bytes; Linux refuses longer ones (MAX_ARG_STRLEN, {} bytes with "
+                      "the NUL); {}",
+                      values[idx].size(), kMaxExecString, kLargeDataFix));
+    }
+    return util::Status::ok();
+  }
+
   // Kubernetes' list of {name, value}, or a plain NAME: value mapping.
   util::Status read_env(const Field& env) {
     if (env.value.IsMap()) {
       TY_ASSIGN_OR_RETURN(std::vector<Field> entries, r_.entries(env));
       for (const Field& e : entries) {
-        TY_RETURN_IF_ERROR(add_env(Field{e.path, e.key, e.key}, e));
+        TY_RETURN_IF_ERROR(add_env(env, Field{e.path, e.key, e.key}, e));
       }
       return util::Status::ok();
     }
@@ -112,27 +151,44 @@ class TemplateReader {
       const Field* name = find(f, "name");
       if (name == nullptr) return r_.missing(item, "name", "add name: <VARIABLE>");
       const Field* value = find(f, "value");
-      TY_RETURN_IF_ERROR(add_env(*name, value != nullptr ? *value : Field{}));
+      TY_RETURN_IF_ERROR(
+          add_env(env, *name, value != nullptr ? *value : Field{item.path + ".value", {}, {}}));
     }
     return util::Status::ok();
   }
 
-  util::Status add_env(const Field& name_field, const Field& value_field) {
+  util::Status add_env(const Field& env, const Field& name_field, const Field& value_field) {
     TY_ASSIGN_OR_RETURN(std::string name, r_.string(name_field));
-    if (!is_env_name(name))
-      return r_.invalid(name_field, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    if (!is_env_name(name)) {
+      const std::string want = "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
+      if (env.value.IsSequence()) return r_.invalid(name_field, want);
+      // A key of the NAME: value form is not a path segment when it is not a name (it may hold
+      // spaces or dots), so the error names the mapping and quotes the key.
+      return r_.error(name_field,
+                      fmt::format("{}: {} is not {}", env.path, describe(name_field.value), want));
+    }
     if (is_reserved_env(name)) {
       return r_.invalid(name_field, "a variable trainyard does not set itself",
                         "trainyard sets TRAINYARD_*, CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK, "
                         "LOCAL_RANK, MASTER_ADDR and MASTER_PORT for each worker");
     }
-    for (const auto& [existing, unused] : m_.process.env) {
-      if (existing == name)
-        return r_.error(name_field, fmt::format("environment variable {} is set twice", name));
+    if (!env_names_.insert(name).second) {
+      return r_.error(name_field, fmt::format("{}: environment variable {} is set twice",
+                                              name_field.path, name));
     }
     std::string value;
     if (value_field.value && !value_field.value.IsNull()) {
       TY_ASSIGN_OR_RETURN(value, r_.string(value_field));
+    }
+    const size_t entry = name.size() + 1 + value.size() + 1;  // NAME=value and its NUL
+    exec_bytes_ += entry + kExecPointerBytes;
+    if (current_rules_ && entry > kMaxExecString) {
+      const Field& at = value.empty() ? name_field : value_field;
+      return r_.invalid(
+          at, fmt::format("a variable whose NAME=value has at most {} bytes", kMaxExecString - 1),
+          fmt::format("it has {} bytes; Linux refuses longer ones (MAX_ARG_STRLEN, {} bytes with "
+                      "the NUL); {}",
+                      entry - 1, kMaxExecString, kLargeDataFix));
     }
     m_.process.env.emplace_back(std::move(name), std::move(value));
     return util::Status::ok();
@@ -178,31 +234,34 @@ class TemplateReader {
     return util::Status::ok();
   }
 
-  // Whole GPUs 0..16, or a fraction of one GPU in steps of 0.001.
+  // Whole GPUs 0..16, or a fraction of one GPU in steps of 0.001, written as plain decimal
+  // digits: "-0", "+1", "1e0" or " 1" are mistakes to point out, not numbers to guess at.
   util::Status read_gpus(const Field& e) {
     const std::string want =
         fmt::format("a whole number of GPUs from 0 to {} or a fraction of one GPU such as 0.5",
                     kMaxGpusPerNode);
     if (!e.value.IsScalar()) return r_.invalid(e, want);
     const std::string& text = e.value.Scalar();
-    double gpus = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), gpus);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || !(gpus >= 0))
-      return r_.invalid(e, want);
-    const double milli = gpus * kMilliPerGpu;
-    if (gpus > kMaxGpusPerNode) {
+    const PlainDecimal d = parse_plain_decimal(text);
+    if (!d.ok) {
+      const bool numeric =
+          std::any_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return r_.invalid(e, want,
+                        numeric ? "write plain decimal digits such as 2 or 0.5: no sign, exponent, "
+                                  "hex or spaces"
+                                : "");
+    }
+    if (d.milli > int64_t{kMaxGpusPerNode} * kMilliPerGpu) {
       return r_.invalid(e, want,
                         fmt::format("a worker runs on one node, which has at most {} GPUs; ask "
                                     "for more workers instead, e.g. workers: 4 with {}: 8",
                                     kMaxGpusPerNode, kGpuKey));
     }
-    if (std::abs(milli - std::round(milli)) > 1e-6)
-      return r_.invalid(e, want, "fractions go in steps of 0.001");
-    const int64_t rounded = std::llround(milli);
-    if (rounded % kMilliPerGpu == 0) {
-      m_.spec.worker.gpus = static_cast<int>(rounded / kMilliPerGpu);
-    } else if (rounded < kMilliPerGpu) {
-      m_.spec.worker.gpu_milli = GpuMilli(rounded);
+    if (d.too_fine) return r_.invalid(e, want, "fractions go in steps of 0.001");
+    if (d.milli % kMilliPerGpu == 0) {
+      m_.spec.worker.gpus = static_cast<int>(d.milli / kMilliPerGpu);
+    } else if (d.milli < kMilliPerGpu) {
+      m_.spec.worker.gpu_milli = GpuMilli(d.milli);
     } else {
       return r_.invalid(e, want, "a fraction shares one GPU; ask for whole GPUs above 1");
     }
@@ -237,13 +296,17 @@ class TemplateReader {
   }
 
   const ManifestReader& r_;
+  const bool current_rules_;  // false for a stored spec: size rules added later are skipped
   JobManifest& m_;
+  std::set<std::string, std::less<>> env_names_;
+  size_t exec_bytes_ = 0;  // execve's count for command, args and env so far
 };
 
 }  // namespace
 
-util::Status read_template(const ManifestReader& r, const Field& tmpl, JobManifest& m) {
-  return TemplateReader(r, m).read(tmpl);
+util::Status read_template(const ManifestReader& r, ManifestSource source, const Field& tmpl,
+                           JobManifest& m) {
+  return TemplateReader(r, source, m).read(tmpl);
 }
 
 }  // namespace trainyard::model::internal

@@ -217,12 +217,6 @@ util::Result<std::string> ManifestReader::string(const Field& f) const {
   return f.value.Scalar();
 }
 
-util::Result<std::string> ManifestReader::nonempty_string(const Field& f) const {
-  TY_ASSIGN_OR_RETURN(std::string s, string(f));
-  if (s.empty()) return invalid(f, "a non-empty string");
-  return s;
-}
-
 util::Result<int64_t> ManifestReader::integer(const Field& f, int64_t lo, int64_t hi,
                                               std::string_view fix) const {
   const std::string want = fmt::format("a whole number from {} to {}", lo, hi);

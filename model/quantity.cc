@@ -1,7 +1,7 @@
 #include "model/quantity.h"
 
+#include <algorithm>
 #include <charconv>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -24,7 +24,41 @@ constexpr Suffix kSuffixes[] = {
     {"T", 1000000000000},
 };
 
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+PlainDecimal parse_plain_decimal(std::string_view text) {
+  PlainDecimal out;
+  const size_t dot = text.find('.');
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  // ".5" is a number (YAML and Kubernetes read it so), "5." and "." are not.
+  if (!whole.empty() && !is_digits(whole)) return out;
+  if (dot == std::string_view::npos ? whole.empty() : !is_digits(fraction)) return out;
+  out.ok = true;
+  for (char c : whole) {
+    out.milli = out.milli * 10 + (c - '0');
+    if (out.milli >= kMaxPlainMilli / 1000) {
+      out.milli = kMaxPlainMilli;
+      return out;
+    }
+  }
+  out.milli *= 1000;
+  int64_t scale = 100;
+  for (char c : fraction) {
+    if (scale > 0) {
+      out.milli += (c - '0') * scale;
+      scale /= 10;
+    } else if (c != '0') {
+      out.too_fine = true;
+    }
+  }
+  return out;
+}
 
 util::Result<Bytes> parse_bytes(std::string_view text) {
   int64_t factor = 1;
@@ -37,8 +71,9 @@ util::Result<Bytes> parse_bytes(std::string_view text) {
     }
   }
   int64_t n = 0;
+  // from_chars alone would take "-0"; only digits are a quantity.
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || n < 0) {
+  if (!is_digits(digits) || ec != std::errc() || ptr != digits.data() + digits.size()) {
     return util::invalid_argument(
         fmt::format("'{}' is not a memory quantity; write a whole number with an optional suffix "
                     "Ki, Mi, Gi, Ti (powers of 2) or k, M, G, T, e.g. 32Gi",
@@ -49,24 +84,23 @@ util::Result<Bytes> parse_bytes(std::string_view text) {
 }
 
 util::Result<CpuMilli> parse_cpu(std::string_view text) {
+  // Far above any machine, low enough that sums over many workers cannot overflow int64.
+  constexpr int64_t kMaxCpuMilli = int64_t{1'000'000'000'000'000};
   if (text.ends_with('m')) {
+    const std::string_view digits = text.substr(0, text.size() - 1);
     int64_t n = 0;
-    auto digits = text.substr(0, text.size() - 1);
     auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (ec == std::errc() && ptr == digits.data() + digits.size() && !digits.empty() && n >= 0) {
+    if (is_digits(digits) && ec == std::errc() && ptr == digits.data() + digits.size() &&
+        n < kMaxCpuMilli)
       return CpuMilli(n);
-    }
-  } else {
-    double cores = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), cores);
-    if (ec == std::errc() && ptr == text.data() + text.size() && !text.empty() && cores >= 0 &&
-        cores < 1e12) {
-      double milli = cores * 1000.0;
-      if (std::abs(milli - std::round(milli)) < 1e-6) return CpuMilli(std::llround(milli));
-    }
+  } else if (const PlainDecimal d = parse_plain_decimal(text);
+             d.ok && !d.too_fine && d.milli < kMaxCpuMilli) {
+    return CpuMilli(d.milli);
   }
-  return util::invalid_argument(fmt::format(
-      "'{}' is not a CPU quantity; write cores (\"8\", \"2.5\") or milli-cores (\"500m\")", text));
+  return util::invalid_argument(
+      fmt::format("'{}' is not a CPU quantity; write cores as plain decimal digits (\"8\", "
+                  "\"2.5\") or milli-cores (\"500m\")",
+                  text));
 }
 
 std::string format_bytes(Bytes b) {

@@ -27,9 +27,22 @@ constexpr Bytes mib(int64_t n) {
   return Bytes(n << 20);
 }
 
-// Parses Kubernetes-style quantities: "32Gi", "512Mi", "1G", "1024" (bytes).
+// A plain decimal number in thousandths: digits, then optionally "." and digits ("12", "0.5",
+// "1.0", "2.250", ".5"). Signs, exponents, hex, spaces, "inf" and "nan" are not plain decimals, so
+// "-0", "+1", "1e0", "0x1" and " 1" are refused rather than read as numbers.
+struct PlainDecimal {
+  bool ok = false;        // the text is a plain decimal
+  bool too_fine = false;  // it is, but has a non-zero digit after the third decimal
+  int64_t milli = 0;      // the value in thousandths; kMaxPlainMilli when larger
+};
+inline constexpr int64_t kMaxPlainMilli = int64_t{1} << 60;
+PlainDecimal parse_plain_decimal(std::string_view text);
+
+// Parses Kubernetes-style quantities: "32Gi", "512Mi", "1G", "1024" (bytes): decimal digits and
+// an optional suffix; signs and exponents are refused.
 util::Result<Bytes> parse_bytes(std::string_view text);
-// Parses "8", "500m", "2.5" (cores) into milli-cores. Fractions finer than 1m are refused.
+// Parses "8", "500m", "2.5" (cores) into milli-cores: a plain decimal (see PlainDecimal) or
+// digits and "m". Fractions finer than 1m are refused.
 util::Result<CpuMilli> parse_cpu(std::string_view text);
 std::string format_bytes(Bytes b);
 

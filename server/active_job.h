@@ -36,6 +36,12 @@ struct ActiveJob {
   std::string interrupted_node;  // the stop is a provider's reclaim of this node
   std::string failure_detail;    // first worker failure of this attempt, e.g. "exited with code 3"
   std::string wait_reason;       // the scheduler's latest explanation while pending
+  // Set by recovery when the stored spec cannot be read back: the job is ended (Failed with this
+  // reason) once its processes are gone; its GPUs stay booked until then.
+  std::string unreadable_spec;
+  // Set by recovery when the server stopped while launching the workers: the attempt never ran
+  // whole, so ending it requeues the job without counting a failure.
+  bool launch_interrupted = false;
   // Commit time of the job's newest checkpoint, read from its checkpoint directory at most
   // every few seconds while it runs (the scheduler prefers victims with fresh ones).
   util::Time last_checkpoint{};

@@ -1,9 +1,13 @@
 // ControlPlane's job-changing API calls: submit and cancel. Both commit before they return.
+// A submission with an idempotency key stores the key with its job in one transaction, so a
+// client that retries after a lost reply gets the first job back instead of a second one.
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "model/names.h"
 #include "server/control_plane.h"
 #include "server/tx.h"
 
@@ -14,6 +18,56 @@ bool parse_id(std::string_view s, int64_t& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && out > 0;
+}
+
+// How long a key is remembered (Stripe keeps keys 24 hours too). Keys older than this are
+// pruned by the next submission that carries a key, and never replayed even before that.
+constexpr util::Duration kIdempotencyKeyLifetime = util::seconds(24 * 3600);
+constexpr size_t kMaxIdempotencyKeyLength = 255;
+
+// The key a client meant. The IETF draft sends an RFC 8941 string (in quotes, where a backslash
+// escapes a quote or a backslash), Stripe's clients the bare text; both name the same key.
+// Printable ASCII only.
+util::Result<std::string> parse_idempotency_key(std::string_view raw) {
+  while (!raw.empty() && (raw.front() == ' ' || raw.front() == '\t')) raw.remove_prefix(1);
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t')) raw.remove_suffix(1);
+  std::string key;
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') {
+    raw = raw.substr(1, raw.size() - 2);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '"') {
+        return util::invalid_argument(
+            "Idempotency-Key: a quoted key must escape '\"' as '\\\"' (RFC 8941 string)");
+      }
+      if (raw[i] == '\\') {
+        if (i + 1 == raw.size() || (raw[i + 1] != '"' && raw[i + 1] != '\\'))
+          return util::invalid_argument(
+              "Idempotency-Key: in a quoted key a backslash may only escape '\"' or '\\' "
+              "(RFC 8941 string)");
+        ++i;
+      }
+      key += raw[i];
+    }
+  } else {
+    key = std::string(raw);
+  }
+  if (key.empty() || key.size() > kMaxIdempotencyKeyLength)
+    return util::invalid_argument(
+        fmt::format("Idempotency-Key: a key must have 1 to {} characters, got {}; send a random "
+                    "value such as a UUID or 32 hex digits",
+                    kMaxIdempotencyKeyLength, key.size()));
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7e)
+      return util::invalid_argument(
+          "Idempotency-Key: a key may hold printable ASCII characters only; send a random value "
+          "such as a UUID or 32 hex digits");
+  }
+  return key;
+}
+
+// Keys of one team never meet another team's; admin tokens share a scope of their own.
+std::string idempotency_scope(const Principal& who) {
+  return who.admin ? std::string("admin") : "team:" + who.team;
 }
 
 }  // namespace
@@ -53,7 +107,55 @@ util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
 }
 
 util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::string_view file,
-                                                  const Principal& who) {
+                                                  const Principal& who,
+                                                  std::string_view idempotency_key) {
+  // The key this submission stores with its job; nullopt without one.
+  std::optional<store::IdempotencyKeyRecord> key;
+  // A repeat answers with the job the key's first submission created, as it is now, provided the
+  // body is the same: one key must never stand for two different specs.
+  auto replay = [&](const store::IdempotencyKeyRecord& first) -> util::Result<nlohmann::json> {
+    if (first.body_sha256 != key->body_sha256)
+      return util::Status(
+          util::StatusCode::AlreadyExists,
+          fmt::format("Idempotency-Key '{}' was used for another job spec (it created job {}) "
+                      "within the last 24 hours; send a new key with a new spec, or the first "
+                      "spec unchanged to get job {} back",
+                      first.key, first.job.value(), first.job.value()));
+    nlohmann::json out;
+    store::JobRecord rec;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = active_.find(first.job); it != active_.end()) {
+        rec = it->second.rec;
+        out = job_json(&it->second, rec);
+      }
+    }
+    if (out.is_null()) {
+      TY_ASSIGN_OR_RETURN(rec, load_record(first.job));
+      out = job_json(nullptr, rec);
+    }
+    if (!who.may_access_team(rec.team))
+      return util::Status(util::StatusCode::PermissionDenied,
+                          fmt::format("Idempotency-Key '{}' belongs to a job of team '{}'; your "
+                                      "token is for team '{}'",
+                                      first.key, rec.team, who.team));
+    out["idempotentReplay"] = true;
+    return out;
+  };
+  if (!idempotency_key.empty()) {
+    TY_ASSIGN_OR_RETURN(std::string k, parse_idempotency_key(idempotency_key));
+    key = store::IdempotencyKeyRecord{
+        .scope = idempotency_scope(who), .key = std::move(k), .body_sha256 = hash_token(body)};
+    // Answered before the spec is checked again: what the check depends on (this machine's
+    // nodes, the jobs dependsOn names) may have changed since the first submission.
+    std::optional<store::IdempotencyKeyRecord> first;
+    {
+      std::lock_guard lock(reader_mu_);
+      TY_ASSIGN_OR_RETURN(first, reader_->find_idempotency_key(key->scope, key->key));
+    }
+    if (first && first->created >= clock_.now() - kIdempotencyKeyLifetime) return replay(*first);
+  }
+
   TY_ASSIGN_OR_RETURN(model::JobManifest m, model::parse_job_manifest(body, file));
   if (!who.admin) {
     if (m.spec.team == "default") m.spec.team = who.team;
@@ -62,6 +164,13 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
                           fmt::format("spec.team: a token of team '{}' cannot submit jobs for "
                                       "team '{}'",
                                       who.team, m.spec.team));
+    // A token stored by an older version may carry a team the spec parser refuses; the stored
+    // spec must read back, so such a token cannot submit.
+    if (auto st = model::check_team_name(m.spec.team); !st.is_ok())
+      return util::Status(util::StatusCode::PermissionDenied,
+                          fmt::format("spec.team: this token's team is not valid ({}); ask an "
+                                      "admin for a new token",
+                                      st.message()));
   }
   TY_RETURN_IF_ERROR(check_fits_somewhere(m.spec));
   TY_ASSIGN_OR_RETURN(auto deps, resolve_dependencies(m, m.spec.team));
@@ -79,8 +188,23 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
                        .updated = now,
                        .queued_since = now,
                        .reason = "submitted"};
-  TY_RETURN_IF_ERROR(committer_->commit([&](store::Store& s) -> util::Status {
+  // Set when a concurrent submission with the same key committed first: that one's key.
+  std::optional<store::IdempotencyKeyRecord> winner;
+  const util::Status committed = committer_->commit([&](store::Store& s) -> util::Status {
+    winner.reset();  // the committer may run this body again after a failed batch
+    if (key) {
+      TY_RETURN_IF_ERROR(s.prune_idempotency_keys(now - kIdempotencyKeyLifetime).status());
+      // Under the write transaction nobody can insert the key between this look-up and the
+      // insert below; the store's primary key would refuse a second row all the same.
+      TY_ASSIGN_OR_RETURN(winner, s.find_idempotency_key(key->scope, key->key));
+      if (winner) return util::Status::ok();
+    }
     TY_ASSIGN_OR_RETURN(rec.id, s.insert_job(rec));
+    if (key) {
+      key->job = rec.id;
+      key->created = now;
+      TY_RETURN_IF_ERROR(s.insert_idempotency_key(*key));
+    }
     auto seq =
         s.append_event({.job = rec.id,
                         .at = now,
@@ -89,7 +213,9 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
                         .attempt = 1,
                         .reason = fmt::format("submitted by {}", who.name)});
     return seq.status();
-  }));
+  });
+  TY_RETURN_IF_ERROR(committed);
+  if (winner) return replay(*winner);
   nlohmann::json out;
   {
     std::lock_guard lock(mu_);

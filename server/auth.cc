@@ -3,7 +3,9 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -37,13 +39,35 @@ std::string hash_token(std::string_view secret) {
 }
 
 std::string bearer_token(std::string_view header) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (header.substr(0, kPrefix.size()) != kPrefix) return "";
-  header.remove_prefix(kPrefix.size());
+  constexpr std::string_view kScheme = "bearer";
+  while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return "";
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return "";
+  header.remove_prefix(kScheme.size());
   while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
   while (!header.empty() && (header.back() == ' ' || header.back() == '\r'))
     header.remove_suffix(1);
   return std::string(header);
+}
+
+util::Result<std::string> request_token(std::optional<std::string_view> header) {
+  if (!header) return std::string();
+  std::string token = bearer_token(*header);
+  if (!token.empty()) return token;
+  // Name the scheme that was sent, never the credentials after it.
+  std::string_view scheme = *header;
+  while (!scheme.empty() && scheme.front() == ' ') scheme.remove_prefix(1);
+  scheme = scheme.substr(0, std::min(scheme.find(' '), size_t{32}));
+  const std::string got = scheme.empty() ? "it is empty"
+                          : bearer_token(std::string(scheme) + " x").empty()
+                              ? fmt::format("it uses the scheme '{}'", scheme)
+                              : "the token after 'Bearer' is empty";
+  return util::Status(util::StatusCode::Unauthenticated,
+                      fmt::format("the Authorization header must be 'Bearer <token>', but {}: "
+                                  "send a trainyard token (set TRAINYARD_TOKEN), or no "
+                                  "Authorization header at all where anonymous access is allowed",
+                                  got));
 }
 
 }  // namespace trainyard::server

@@ -3,6 +3,7 @@
 // Anonymous requests act as admin only when the server allows it (loopback, auth not required).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,7 +23,12 @@ struct Principal {
 util::Result<std::string> generate_token();
 // Lowercase hex SHA-256 of `secret`.
 std::string hash_token(std::string_view secret);
-// "Bearer <token>" -> token; empty when the header is absent or not a bearer token.
+// "Bearer <token>" -> token (the scheme in any case); empty when the header is not a bearer
+// token or the token is empty.
 std::string bearer_token(std::string_view authorization_header);
+// The token a request presents: "" when it has no Authorization header at all (anonymous, where
+// the server allows that). A header that is present but empty, of another scheme or without a
+// token is Unauthenticated: such a request meant to authenticate and must not pass as anonymous.
+util::Result<std::string> request_token(std::optional<std::string_view> authorization_header);
 
 }  // namespace trainyard::server

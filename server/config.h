@@ -3,10 +3,12 @@
 // and the teams with their quotas (same shape as a cluster file's teams). See docs/server.md.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/credentials.h"
 #include "model/node.h"
 #include "model/team.h"
 #include "sched/policy_config.h"
@@ -50,6 +52,16 @@ struct CapacityConfig {
   std::vector<model::Pool> pools;  // cloud pools (autoscaled); resolved against the catalog
 };
 
+// Who runs the workers when the server is root (the `workers:` section, docs/server.md). By
+// default (`user: auto`) each team gets a uid (and a gid of the same number) of its own from
+// uid_first..uid_last, kept in the state directory; no passwd entry is needed.
+struct WorkersConfig {
+  std::optional<exec::Credentials> user;  // every team runs as this user; nullopt = auto
+  uint32_t uid_first = 1900000;
+  uint32_t uid_last = 1965535;
+  std::map<std::string, exec::Credentials> run_as;  // per-team users, over both of the above
+};
+
 struct ServerConfig {
   sched::PolicyConfig policy;  // default fifo
   util::Duration reconcile_interval = std::chrono::milliseconds(500);
@@ -65,12 +77,19 @@ struct ServerConfig {
   // jobs get as TRAINYARD_MTBF_SECONDS for their checkpoint interval (Young's rule).
   util::Duration mtbf_prior = std::chrono::hours(4);
   CapacityConfig capacity;
+  WorkersConfig workers;
 };
 
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file);
 util::Result<ServerConfig> load_server_config(const std::string& path);
 // The `capacity:` section (capacity_config.cc); spotFallbackWait goes to out.policy.autoscale.
 util::Status parse_capacity_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+// The `workers:` section (workers_config.cc). User names are looked up now (getpwnam): one that
+// does not exist is an error with file:line.
+util::Status parse_workers_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+// A user name or a numeric uid as a worker identity: a name's passwd uid, gid, groups and home;
+// a uid with no passwd entry gets the gid of the same number, no groups and no home.
+util::Result<exec::Credentials> resolve_worker_user(const std::string& name_or_uid);
 // "static" or "simcloud" (also what --provider takes).
 util::Result<CapacityProvider> parse_capacity_provider(const std::string& text);
 

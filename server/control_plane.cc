@@ -10,8 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
+#include "model/names.h"
 #include "server/fleet.h"
+#include "server/state_dir.h"
 #include "server/tx.h"
 #include "util/log.h"
 
@@ -131,12 +134,11 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
       return util::invalid_argument(fmt::format("{} GPUs of one model; at most {} are supported",
                                                 n.node.gpu_count, model::kMaxGpusPerNode));
   }
-  std::error_code ec;
-  const bool created = std::filesystem::create_directories(options.state_dir, ec);
-  if (ec)
-    return util::unavailable(fmt::format("cannot create the state directory {}: {}",
-                                         options.state_dir.string(), ec.message()));
-  if (created) ::chmod(options.state_dir.c_str(), 0700);  // job logs and tokens live here
+  const bool isolate = options.isolate_workers.value_or(exec::can_switch_users());
+  TY_RETURN_IF_ERROR(prepare_state_dir(options.state_dir, isolate));
+  TY_ASSIGN_OR_RETURN(
+      cp->identities_,
+      WorkerIdentities::open(options.config.workers, options.state_dir / kWorkerUidsFile, isolate));
   // One server per state directory: two would both start the same jobs.
   const auto lock_path = options.state_dir / "server.lock";
   cp->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -147,6 +149,7 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   const auto db = options.db_path.empty() ? options.state_dir / "state.db" : options.db_path;
   TY_ASSIGN_OR_RETURN(cp->store_, store::Store::open(db));
   TY_ASSIGN_OR_RETURN(cp->reader_, store::Store::open(db, {.read_only = true}));
+  make_private(db);  // SQLite gives -wal and -shm the mode of the database
   cp->committer_ = std::make_unique<GroupCommitter>(*cp->store_);
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
@@ -163,14 +166,30 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
 }
 
 std::filesystem::path ControlPlane::run_dir(util::JobId id, int attempt, int rank) const {
-  return options_.state_dir / "jobs" / std::to_string(id.value()) /
+  return options_.state_dir / kJobsDir / std::to_string(id.value()) /
          fmt::format("attempt-{}", attempt) / fmt::format("rank-{}", rank);
 }
 
 // The spec's checkpoint.dir, else one per job under the state dir; the same on every attempt.
 std::string ControlPlane::checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const {
   if (!spec_dir.empty()) return spec_dir;
-  return (options_.state_dir / "checkpoints" / std::to_string(id.value())).string();
+  return (options_.state_dir / kCheckpointsDir / std::to_string(id.value())).string();
+}
+
+std::optional<exec::Credentials> ControlPlane::file_identity(const std::string& team) const {
+  return identities_->for_reading(team);
+}
+
+std::optional<util::Time> ControlPlane::newest_checkpoint_time(const ActiveJob& job) const {
+  const auto identity = file_identity(job.rec.team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  if (!as_job.ok()) return std::nullopt;
+  return exec::newest_checkpoint_time(checkpoint_dir(job));
+}
+
+bool ControlPlane::anonymous_allowed_from(std::optional<uint32_t> peer_uid) const {
+  if (!identities_->isolating()) return true;
+  return peer_uid.has_value() && !identities_->is_worker_uid(*peer_uid);
 }
 
 std::string ControlPlane::checkpoint_dir(const ActiveJob& job) const {
@@ -225,6 +244,20 @@ util::Result<nlohmann::json> ControlPlane::create_token(const std::string& team,
     return util::Status(util::StatusCode::PermissionDenied, "only an admin may create tokens");
   if (!admin && team.empty())
     return util::invalid_argument("a token needs a team (or admin: true)");
+  // A team token's team becomes the team of every job submitted with it, so it must be a name
+  // the job-spec parser accepts, or those jobs could not be read back from the store.
+  if (!team.empty()) {
+    if (auto st = model::check_team_name(team); !st.is_ok())
+      return util::invalid_argument(fmt::format("team: {}", st.message()));
+  }
+  bool plain_name = true;
+  for (char c : name) plain_name = plain_name && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  if (name.size() > model::kMaxNameLength || !plain_name) {
+    return util::invalid_argument(fmt::format(
+        "name: a token name has at most {} bytes and no control characters; this one has {} "
+        "bytes{} (leave it out to name the token after its team)",
+        model::kMaxNameLength, name.size(), plain_name ? "" : " and control characters"));
+  }
   TY_ASSIGN_OR_RETURN(const std::string secret, generate_token());
   store::TokenRecord rec{.name = name.empty() ? (admin ? "admin" : team) : name,
                          .team = admin ? "" : team,

@@ -33,6 +33,7 @@
 #include "server/local_node.h"
 #include "server/metrics.h"
 #include "server/telemetry_recorder.h"
+#include "server/worker_identity.h"
 #include "store/store.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
@@ -45,6 +46,9 @@ struct ControlPlaneOptions {
   std::filesystem::path state_dir;  // jobs/<id>/attempt-<n>/rank-<r>/, checkpoints/<id>/
   std::filesystem::path db_path;    // empty = state_dir/state.db
   ServerConfig config;
+  // Run each team's workers as its own user (config.workers). nullopt: when this process is
+  // root, the only case in which it can.
+  std::optional<bool> isolate_workers;
 };
 
 struct LogChunk {
@@ -74,9 +78,16 @@ class ControlPlane {
                                             bool admin, const Principal& who);
   // Creates the first admin token if none exists and writes it to `path` (mode 0600).
   util::Status ensure_admin_token(const std::filesystem::path& path);
+  // Whether a request without a token from a loopback peer running as `peer_uid` may act as
+  // admin (where the server allows anonymous requests at all): never for a job's worker, nor for
+  // a peer of unknown uid while workers are isolated, since jobs reach loopback too.
+  bool anonymous_allowed_from(std::optional<uint32_t> peer_uid) const;
+  const WorkerIdentities& worker_identities() const { return *identities_; }
 
+  // A non-empty `idempotency_key` (the Idempotency-Key header) makes a retried submission
+  // return the job the first one created instead of a second job (docs/api.md).
   util::Result<nlohmann::json> submit(std::string_view body, std::string_view file,
-                                      const Principal& who);
+                                      const Principal& who, std::string_view idempotency_key = {});
   util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
@@ -192,6 +203,11 @@ class ControlPlane {
   std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
   std::string checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const;
   std::string checkpoint_dir(const ActiveJob& job) const;
+  // Whose permissions apply when reading the team's files (checkpoints, metrics): the team's
+  // worker user when workers are isolated, else nullopt (read as this process).
+  std::optional<exec::Credentials> file_identity(const std::string& team) const;
+  // When the job's newest checkpoint was committed, read with the job's permissions.
+  std::optional<util::Time> newest_checkpoint_time(const ActiveJob& job) const;
   // Expected seconds between interruptions of a preemptible job, passed to workers as
   // TRAINYARD_MTBF_SECONDS: (prior + observed run time) / (1 + observed interruptions), i.e. the
   // configured prior counts as one interruption's worth of evidence and observations take over.
@@ -221,7 +237,8 @@ class ControlPlane {
   // loop runs. A cloud node leaves when it is gone and no job holds it; placements' node_idx
   // are shifted down then (remove_gone_nodes()).
   std::vector<LocalNode> nodes_;
-  int lock_fd_ = -1;  // flock on state_dir/server.lock, held while open
+  int lock_fd_ = -1;                              // flock on state_dir/server.lock, held while open
+  std::unique_ptr<WorkerIdentities> identities_;  // fixed after open()
 
   store::StorePtr store_;  // writer; used only through committer_
   std::unique_ptr<GroupCommitter> committer_;

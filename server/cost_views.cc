@@ -165,7 +165,7 @@ void ControlPlane::update_cost_shares() {
 }
 
 util::Duration ControlPlane::record_lost_work(const ActiveJob& job, util::Time now) {
-  const auto newest = exec::newest_checkpoint_time(checkpoint_dir(job));
+  const auto newest = newest_checkpoint_time(job);
   const util::Time from =
       newest && *newest > job.rec.started ? std::min(*newest, now) : job.rec.started;
   const util::Duration lost = std::max(util::Duration{0}, now - from);

@@ -20,7 +20,7 @@ util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Prin
                                     id.value(), rec.team, who.team));
   telemetry::JobTelemetry t;
   t.job_id = std::to_string(id.value());
-  if (auto m = model::parse_job_manifest(rec.manifest_json, "store"); m.is_ok()) {
+  if (auto m = model::parse_stored_job_manifest(rec.manifest_json, "store"); m.is_ok()) {
     const auto& w = m->spec.worker;
     t.gpus = w.gpus * m->spec.workers;
     t.mig = !w.mig_profile.empty();
@@ -42,7 +42,10 @@ util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Prin
   }
   TY_ASSIGN_OR_RETURN(t.samples, job_samples(id));
   std::vector<std::string> notes;
-  for (int attempt = 1; attempt <= rec.attempt; ++attempt) {
+  // The job controls its metrics files: read them with its own permissions, never root's.
+  const auto identity = file_identity(rec.team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  for (int attempt = 1; as_job.ok() && attempt <= rec.attempt; ++attempt) {
     const auto file = run_dir(id, attempt, 0) / exec::kMetricsFile;
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) continue;

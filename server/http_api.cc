@@ -1,38 +1,17 @@
 #include "server/http_api.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
-#include <httplib.h>
+#include <nlohmann/json.hpp>
 
-#include "model/job_state.h"
+#include "model/job_manifest.h"
+#include "server/metrics.h"
 
 namespace trainyard::server {
-namespace {
-thread_local util::Duration request_started{0};
-}  // namespace
 
 // The field a spec error is about: "job.yaml:14: spec.workers must ..." -> "spec.workers".
+// The parser's message forms live with the parser (model/job_manifest_error_field.cc).
 std::string error_field(const std::string& message) {
-  size_t start = 0;
-  for (int colons = 0; colons < 2; ++colons) {
-    const size_t c = message.find(": ", start);
-    if (c == std::string::npos) break;
-    const std::string head = message.substr(start, c - start);
-    const bool located = colons == 0 && head.find(':') != std::string::npos;
-    const bool one_word = head.find(' ') == std::string::npos;
-    if (!located && one_word &&
-        (head.rfind("spec", 0) == 0 || head.rfind("metadata", 0) == 0 || head == "apiVersion" ||
-         head == "kind"))
-      return head;
-    start = c + 2;
-  }
-  const size_t sp = message.find(' ', start);
-  const std::string word = message.substr(start, sp == std::string::npos ? sp : sp - start);
-  if (word.rfind("spec.", 0) == 0 || word.rfind("metadata.", 0) == 0 || word == "apiVersion" ||
-      word == "kind")
-    return word;
-  return "";
+  return model::job_spec_error_field(message);
 }
 
 int http_status(util::StatusCode code) {
@@ -69,45 +48,51 @@ bool is_loopback_host(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+http::Response error_response(const util::Status& st, std::string field) {
+  nlohmann::json err = {{"code", util::status_code_name(st.code())}, {"message", st.message()}};
+  if (field.empty()) field = error_field(st.message());
+  err["field"] = field.empty() ? nlohmann::json(nullptr) : nlohmann::json(field);
+  return http::Response{.status = http_status(st.code()),
+                        // Messages may quote request bytes that are not UTF-8: replace them.
+                        .body = nlohmann::json{{"error", err}}.dump(
+                            -1, ' ', false, nlohmann::json::error_handler_t::replace),
+                        .content_type = "application/json",
+                        .headers = {}};
+}
+
 HttpApi::HttpApi(ControlPlane& plane, HttpOptions options)
-    : plane_(plane), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : plane_(plane), options_(std::move(options)) {
   if (!is_loopback_host(options_.host)) options_.require_auth = true;
-  http_->set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
-  // Headers and body go out as separate writes; without TCP_NODELAY the body waits ~40 ms for
-  // the client's delayed ACK (bench/server_bench measures the difference).
-  http_->set_tcp_nodelay(true);
-  // cpp-httplib takes ownership of the pool it is handed (its API wants a raw pointer).
-  http_->new_task_queue = [] { return new httplib::ThreadPool(8); };
-  // A request is routed and logged on one pool thread, so its start time can live there.
-  http_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-    request_started = util::WallClock::steady_now();
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    plane_.metrics().observe_request(
-        req.method, route_of(req.path), res.status,
-        util::to_seconds(util::WallClock::steady_now() - request_started));
-  });
   routes();
+  http::ServerLimits limits{.threads = options_.threads,
+                            .idle_timeout_seconds = options_.idle_timeout_seconds,
+                            .max_connections = options_.max_connections,
+                            .max_body_bytes = options_.max_request_bytes};
+  http::ServerCallbacks callbacks{
+      .handle = [this](http::Request& req, http::Response& res) { dispatch(req, res); },
+      // The server sets the status it refuses with (413, 500) on the reply.
+      .error = [](int, const util::Status& why) { return error_response(why); },
+      .observe =
+          [this](const http::Request& req, int status, double seconds) {
+            plane_.metrics().observe_request(req.method, route_of(req.path), status, seconds);
+          }};
+  http_ = std::make_unique<http::Server>(limits, std::move(callbacks));
 }
 
 HttpApi::~HttpApi() = default;
 
+void HttpApi::dispatch(http::Request& req, http::Response& res) const {
+  if (const http::Handler* handler = router_.find(req)) return (*handler)(req, res);
+  res = error_response(
+      util::not_found(fmt::format("no route {} {}; see docs/api.md", req.method, req.path)));
+}
+
 util::Status HttpApi::bind() {
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-  } else {
-    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
-  }
-  if (port_ <= 0)
-    return util::unavailable(fmt::format(
-        "cannot listen on {}:{} (address in use or not available); pick another with --listen",
-        options_.host, options_.port));
-  return util::Status::ok();
+  return http_->start(options_.host, options_.port);
 }
 
 void HttpApi::serve() {
-  http_->listen_after_bind();
+  http_->wait_and_shut_down();
 }
 void HttpApi::stop() {
   http_->stop();

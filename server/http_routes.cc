@@ -1,32 +1,36 @@
 // The routes of the /api/v1 HTTP API. Every handler authenticates, validates its parameters
-// and turns a util::Status into a JSON error; none lets an exception reach cpp-httplib.
+// and turns a util::Status into a JSON error; an exception that escapes one anyway becomes a
+// 500 JSON error in http::Server.
+#include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "model/job_state.h"
 #include "server/http_api.h"
+#include "server/peer_uid.h"
 
 namespace trainyard::server {
 namespace {
 
+using http::Request;
+using http::Response;
 using nlohmann::json;
 
-void reply(httplib::Response& res, int status, const json& body) {
+void reply(Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Strings from requests (names, paths) may not be UTF-8; replace such bytes, do not throw.
+  res.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  res.content_type = "application/json";
 }
 
-void reply_error(httplib::Response& res, const util::Status& st, std::string field = "") {
-  json err = {{"code", util::status_code_name(st.code())}, {"message", st.message()}};
-  if (field.empty()) field = error_field(st.message());
-  err["field"] = field.empty() ? json(nullptr) : json(field);
-  reply(res, http_status(st.code()), json{{"error", err}});
+void reply_error(Response& res, const util::Status& st, std::string field = "") {
+  res = error_response(st, std::move(field));
 }
 
 template <typename T>
-void send(httplib::Response& res, const util::Result<T>& r, int ok_status = 200) {
+void send(Response& res, const util::Result<T>& r, int ok_status = 200) {
   if (r.is_ok()) {
     reply(res, ok_status, *r);
   } else {
@@ -34,10 +38,10 @@ void send(httplib::Response& res, const util::Result<T>& r, int ok_status = 200)
   }
 }
 
-bool int_param(const httplib::Request& req, const char* name, int64_t lo, int64_t hi, int64_t& out,
-               httplib::Response& res) {
+bool int_param(const Request& req, const char* name, int64_t lo, int64_t hi, int64_t& out,
+               Response& res) {
   if (!req.has_param(name)) return true;
-  const std::string v = req.get_param_value(name);
+  const std::string v = req.param(name);
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
     reply_error(
@@ -50,7 +54,7 @@ bool int_param(const httplib::Request& req, const char* name, int64_t lo, int64_
   return true;
 }
 
-bool job_id(const httplib::Request& req, util::JobId& out, httplib::Response& res) {
+bool job_id(const Request& req, util::JobId& out, Response& res) {
   const std::string v = req.matches[1];
   int64_t id = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
@@ -62,15 +66,50 @@ bool job_id(const httplib::Request& req, util::JobId& out, httplib::Response& re
   return true;
 }
 
+// The Idempotency-Key header names a submission for retries and is stored with the job, so it
+// is refused early when it cannot be a key: over 255 bytes (not counting the quotes of an RFC 8941
+// string) or with control characters. submit() parses what passes.
+util::Status check_idempotency_key(const std::string& key) {
+  constexpr size_t kMaxKeyBytes = 255;
+  const bool quoted = key.size() >= 2 && key.front() == '"' && key.back() == '"';
+  const size_t length = quoted ? key.size() - 2 : key.size();
+  const bool control = std::any_of(key.begin(), key.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (length == 0 || length > kMaxKeyBytes || control)
+    return util::invalid_argument(fmt::format(
+        "Idempotency-Key: the header must hold 1 to {} bytes without control characters, got "
+        "{} bytes{}; send a random value such as a UUID or 32 hex digits",
+        kMaxKeyBytes, length, control ? " with a control character" : ""));
+  return util::Status::ok();
+}
+
 }  // namespace
 
 void HttpApi::routes() {
-  auto& h = *http_;
-  // Authenticates a request; on failure the error reply is written and nullopt returned.
-  auto auth = [this](const httplib::Request& req,
-                     httplib::Response& res) -> std::optional<Principal> {
-    auto p = plane_.authenticate(bearer_token(req.get_header_value("Authorization")),
-                                 !options_.require_auth);
+  // Registered in order: the first route whose method and pattern match answers.
+  auto get = [this](const char* path, http::Handler f) { router_.add("GET", path, std::move(f)); };
+  auto post = [this](const char* path, http::Handler f) {
+    router_.add("POST", path, std::move(f));
+  };
+  // Authenticates a request; on failure the error reply is written and nullopt returned. Only a
+  // request without any Authorization header may act as the anonymous principal.
+  auto auth = [this](const Request& req, Response& res) -> std::optional<Principal> {
+    const std::string* header = req.header("Authorization");
+    auto token =
+        request_token(header != nullptr ? std::optional<std::string_view>(*header) : std::nullopt);
+    if (!token.is_ok()) {
+      reply_error(res, token.status());
+      return std::nullopt;
+    }
+    // Anonymous admin on loopback is for the operator, never for a job's worker: a request from
+    // a socket owned by a worker uid (or whose owner cannot be found) needs a token.
+    const bool anonymous =
+        token->empty() && !options_.require_auth &&
+        plane_.anonymous_allowed_from(req.connection_fd >= 0 ? loopback_peer_uid(req.connection_fd)
+                                                             : std::nullopt);
+    auto p = plane_.authenticate(*token, anonymous);
     if (!p.is_ok()) {
       reply_error(res, p.status());
       return std::nullopt;
@@ -78,40 +117,42 @@ void HttpApi::routes() {
     return *p;
   };
 
-  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, json{{"status", "ok"}});
-  });
+  get("/healthz", [](const Request&, Response& res) { reply(res, 200, json{{"status", "ok"}}); });
   // No authentication, like /healthz: Prometheus scrapes without a token (see docs/metrics.md).
-  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(plane_.metrics_text(), "text/plain; version=0.0.4");
+  get("/metrics", [this](const Request&, Response& res) {
+    res.body = plane_.metrics_text();
+    res.content_type = "text/plain; version=0.0.4";
   });
-  h.Get("/api/v1/gpus", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get("/api/v1/gpus", [this, auth](const Request& req, Response& res) {
     if (auto who = auth(req, res)) reply(res, 200, plane_.gpus(*who));
   });
-  h.Get(R"(/api/v1/jobs/([^/]+)/telemetry)",
-        [this, auth](const httplib::Request& req, httplib::Response& res) {
-          util::JobId id;
-          int64_t samples = 300;
-          auto who = auth(req, res);
-          if (who && job_id(req, id, res) && int_param(req, "samples", 0, 100000, samples, res))
-            send(res, plane_.job_telemetry(id, static_cast<int>(samples), *who));
-        });
-
-  h.Get(R"(/api/v1/jobs/([^/]+)/doctor)",
-        [this, auth](const httplib::Request& req, httplib::Response& res) {
-          util::JobId id;
-          auto who = auth(req, res);
-          if (who && job_id(req, id, res)) send(res, plane_.job_doctor(id, *who));
-        });
-
-  h.Post("/api/v1/jobs", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get(R"(/api/v1/jobs/([^/]+)/telemetry)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    int64_t samples = 300;
     auto who = auth(req, res);
-    if (!who) return;
-    const std::string file = req.has_param("file") ? req.get_param_value("file") : "request";
-    send(res, plane_.submit(req.body, file, *who), 201);
+    if (who && job_id(req, id, res) && int_param(req, "samples", 0, 100000, samples, res))
+      send(res, plane_.job_telemetry(id, static_cast<int>(samples), *who));
   });
 
-  h.Get("/api/v1/jobs", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get(R"(/api/v1/jobs/([^/]+)/doctor)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.job_doctor(id, *who));
+  });
+
+  post("/api/v1/jobs", [this, auth](const Request& req, Response& res) {
+    auto who = auth(req, res);
+    if (!who) return;
+    const std::string file = req.has_param("file") ? req.param("file") : "request";
+    std::string key;
+    if (const std::string* header = req.header("Idempotency-Key")) {
+      if (auto st = check_idempotency_key(*header); !st.is_ok()) return reply_error(res, st);
+      key = *header;
+    }
+    send(res, plane_.submit(req.body, file, *who, key), 201);
+  });
+
+  get("/api/v1/jobs", [this, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
     store::JobFilter f;
@@ -122,50 +163,46 @@ void HttpApi::routes() {
     f.limit = static_cast<int>(limit);
     f.before = before;
     if (req.has_param("state")) {
-      std::string name = req.get_param_value("state");
+      std::string name = req.param("state");
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       auto st = model::parse_job_state(name);
       if (!st.is_ok()) return reply_error(res, st.status(), "state");
       f.state = *st;
     }
-    f.team = req.get_param_value("team");
-    f.name = req.get_param_value("name");
+    f.team = req.param("team");
+    f.name = req.param("name");
     send(res, plane_.list_jobs(f, *who));
   });
 
-  h.Get(R"(/api/v1/jobs/([^/]+))",
-        [this, auth](const httplib::Request& req, httplib::Response& res) {
-          util::JobId id;
-          auto who = auth(req, res);
-          if (who && job_id(req, id, res)) send(res, plane_.get_job(id, *who));
-        });
+  get(R"(/api/v1/jobs/([^/]+))", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.get_job(id, *who));
+  });
 
-  auto cancel = [this, auth](const httplib::Request& req, httplib::Response& res) {
+  auto cancel = [this, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
     if (who && job_id(req, id, res)) send(res, plane_.cancel(id, *who));
   };
-  h.Delete(R"(/api/v1/jobs/([^/]+))", cancel);
-  h.Post(R"(/api/v1/jobs/([^/]+)/cancel)", cancel);
+  router_.add("DELETE", R"(/api/v1/jobs/([^/]+))", cancel);
+  post(R"(/api/v1/jobs/([^/]+)/cancel)", cancel);
 
-  h.Get(R"(/api/v1/jobs/([^/]+)/events)",
-        [this, auth](const httplib::Request& req, httplib::Response& res) {
-          util::JobId id;
-          int64_t after = 0;
-          auto who = auth(req, res);
-          if (who && job_id(req, id, res) && int_param(req, "after", 0, INT64_MAX, after, res))
-            send(res, plane_.job_events(id, after, *who));
-        });
+  get(R"(/api/v1/jobs/([^/]+)/events)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    int64_t after = 0;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res) && int_param(req, "after", 0, INT64_MAX, after, res))
+      send(res, plane_.job_events(id, after, *who));
+  });
 
-  h.Get(R"(/api/v1/jobs/([^/]+)/checkpoints)",
-        [this, auth](const httplib::Request& req, httplib::Response& res) {
-          util::JobId id;
-          auto who = auth(req, res);
-          if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
-        });
+  get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
+  });
 
-  h.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const httplib::Request& req,
-                                                     httplib::Response& res) {
+  get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const Request& req, Response& res) {
     util::JobId id;
     int64_t attempt = 0, rank = 0, offset = 0, limit = 1 << 20;
     auto who = auth(req, res);
@@ -179,32 +216,31 @@ void HttpApi::routes() {
     if (!chunk.is_ok()) return reply_error(res, chunk.status());
     res.set_header("X-Trainyard-Next-Offset", std::to_string(chunk->next_offset));
     res.set_header("X-Trainyard-Complete", chunk->complete ? "true" : "false");
-    res.set_content(chunk->data, "text/plain; charset=utf-8");
+    res.body = std::move(chunk->data);
+    res.content_type = "text/plain; charset=utf-8";
   });
 
-  h.Get("/api/v1/nodes", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get("/api/v1/nodes", [this, auth](const Request& req, Response& res) {
     if (auth(req, res)) reply(res, 200, plane_.nodes());
   });
-  h.Post(R"(/api/v1/nodes/([^/]+)/interrupt)",
-         [this, auth](const httplib::Request& req, httplib::Response& res) {
-           if (auto who = auth(req, res)) send(res, plane_.interrupt_node(req.matches[1], *who));
-         });
-  h.Get("/api/v1/cost", [this, auth](const httplib::Request& req, httplib::Response& res) {
-    if (auto who = auth(req, res))
-      send(res, plane_.cost(req.get_param_value("team"), req.get_param_value("since"),
-                            req.get_param_value("until"), *who));
+  post(R"(/api/v1/nodes/([^/]+)/interrupt)", [this, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) send(res, plane_.interrupt_node(req.matches[1], *who));
   });
-  h.Get("/api/v1/queues", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get("/api/v1/cost", [this, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res))
+      send(res, plane_.cost(req.param("team"), req.param("since"), req.param("until"), *who));
+  });
+  get("/api/v1/queues", [this, auth](const Request& req, Response& res) {
     if (auto who = auth(req, res)) reply(res, 200, plane_.queues(*who));
   });
-  h.Get("/api/v1/alerts", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  get("/api/v1/alerts", [this, auth](const Request& req, Response& res) {
     int64_t all = 0;
     auto who = auth(req, res);
     if (who && int_param(req, "all", 0, 1, all, res))
       reply(res, 200, plane_.alerts(all == 1, *who));
   });
 
-  h.Post("/api/v1/tokens", [this, auth](const httplib::Request& req, httplib::Response& res) {
+  post("/api/v1/tokens", [this, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
     const json body = json::parse(req.body, nullptr, false);
@@ -217,24 +253,6 @@ void HttpApi::routes() {
       return reply_error(
           res, util::invalid_argument("team and name must be strings, admin true or false"));
     send(res, plane_.create_token(team, name, admin, *who), 201);
-  });
-
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      reply_error(res, util::Status(util::StatusCode::ResourceExhausted,
-                                    "the request body is too large (see maxRequestBytes)"));
-      res.status = 413;
-      return;
-    }
-    if (res.status == 404)
-      return reply_error(res, util::not_found(fmt::format("no route {} {}; see docs/api.md",
-                                                          req.method, req.path)));
-    reply_error(
-        res, util::Status(util::StatusCode::InvalidArgument, fmt::format("HTTP {}", res.status)));
-  });
-  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    reply_error(res, util::internal_error("the server failed on this request; see its log"));
   });
 }
 

@@ -1,6 +1,7 @@
 // Turning a placement into worker processes: which GPU (or MIG instance) UUIDs each worker
-// sees, its torchrun-style rank variables, its run and checkpoint dirs. Also the JSON forms of
-// placements and processes that the store keeps for re-adoption after a restart.
+// sees, its torchrun-style rank variables, the user it runs as, its run and checkpoint dirs.
+// Also the JSON forms of placements and processes that the store keeps for re-adoption after a
+// restart.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "model/accelerator.h"
 #include "server/control_plane.h"
+#include "server/state_dir.h"
 
 namespace trainyard::server {
 namespace {
@@ -65,6 +67,15 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   argv.insert(argv.end(), proc.args.begin(), proc.args.end());
   const int port = spec.workers > 1 ? free_port() : 0;  // a rendezvous only for gangs
   job.workers.clear();
+  // The team's user, and the dirs that user must reach before any of its workers starts. A
+  // spec's own checkpoint.dir is left to the worker, which makes it as that user.
+  auto identity = identities_->for_launch(job.rec.team);
+  util::Status prepared = identity.status();
+  const exec::Credentials* creds = identity.is_ok() && *identity ? &**identity : nullptr;
+  if (prepared.is_ok())
+    prepared = prepare_attempt_dir(options_.state_dir, job.rec.id, job.rec.attempt, creds);
+  if (prepared.is_ok() && job.manifest.checkpoint.dir.empty())
+    prepared = prepare_checkpoint_dir(checkpoint_dir(job), creds);
   util::Status first_error = util::Status::ok();
   for (int rank = 0; rank < spec.workers; ++rank) {
     WorkerProcess w{.rank = rank, .run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string()};
@@ -80,8 +91,9 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
                          .mtbf_seconds = spec.preemptible ? mtbf_estimate_seconds() : 0,
                          .run_dir = w.run_dir,
                          .log_cap_bytes = options_.config.log_cap_bytes};
+    if (creds != nullptr) l.run_as = *creds;
     int node_idx = -1;
-    util::Status st = util::Status::ok();
+    util::Status st = prepared;
     for (const auto& a : job.placement) {
       if (a.worker != rank) continue;
       node_idx = a.node_idx;

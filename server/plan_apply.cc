@@ -56,8 +56,7 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       sj.placement = job.placement;
       if (now - job.checkpoint_polled >= kCheckpointPoll) {
         job.checkpoint_polled = now;
-        job.last_checkpoint =
-            exec::newest_checkpoint_time(checkpoint_dir(job)).value_or(util::Time{});
+        job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
       }
       sj.last_checkpoint = job.last_checkpoint;
       sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;

@@ -124,6 +124,10 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
                                 const std::string& checkpoint) const {
   int attempt = rec.attempt;
   if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;
+  // The job controls these files: read them with its own permissions, never root's.
+  const auto identity = file_identity(rec.team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  if (!as_job.ok()) return;
   const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / exec::kMetricsFile);
   if (metrics)
     j["metrics"] = {{"attempt", attempt}, {"lines", metrics->lines}, {"last", metrics->last}};
@@ -143,6 +147,10 @@ util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const
   TY_RETURN_IF_ERROR(permission(who, rec));
   const std::string dir = checkpoint_dir_of(rec);
   nlohmann::json items = nlohmann::json::array();
+  const auto identity = file_identity(rec.team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  if (!as_job.ok())
+    return util::unavailable("cannot read the job's checkpoints with its own permissions");
   for (const auto& c : exec::list_checkpoints(dir)) {
     items.push_back({{"step", c.step},
                      {"path", c.path},

@@ -253,6 +253,21 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
       transition(job, model::JobState::Failed, "DeadlineExceeded: " + stop_reason, tx);
       break;
     case StopCause::Failure: {
+      if (!job.unreadable_spec.empty()) {
+        attempt.outcome = "failed";
+        transition(job, model::JobState::Failed, job.unreadable_spec, tx);
+        break;
+      }
+      if (job.launch_interrupted) {
+        attempt.outcome = "not-started";
+        job.launch_interrupted = false;
+        transition(job, model::JobState::Pending,
+                   fmt::format("the server restarted while launching the workers ({}); requeued "
+                               "(not counted as a failure)",
+                               job.failure_detail),
+                   tx);
+        break;
+      }
       const bool lost = job.failure_detail.find("never started") != std::string::npos ||
                         job.failure_detail.find("lost") != std::string::npos;
       attempt.outcome = lost ? "lost" : "failed";

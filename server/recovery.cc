@@ -2,7 +2,9 @@
 // Workers that are still alive are re-adopted (their pids and start times are in the store, or
 // in the pid file the wrapper wrote if the crash came before the store heard of them); workers
 // that ended while the server was down get their real outcome from their exit_status file on
-// the next reconcile, and those that left no trace are reported lost and retried.
+// the next reconcile, and those that left no trace are reported lost and retried. No stored job
+// is ever skipped: one whose spec cannot be read back is ended with that reason, its GPUs booked
+// until its processes are gone; one whose launch the crash interrupted is requeued uncounted.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,21 +27,66 @@ std::vector<util::JobId> ids_of(const std::vector<std::string>& deps) {
   return out;
 }
 
+// What is known of a job whose stored spec no longer parses: its name, team and priority from
+// the record, and its gang's shape from the stored placement (or, failing that, its processes),
+// so the snapshot books exactly the GPUs it holds until its workers are gone.
+model::JobManifest stand_in_manifest(const store::JobRecord& rec,
+                                     const std::optional<store::AttemptRecord>& attempt) {
+  model::JobManifest m;
+  m.spec.name = rec.name;
+  m.spec.team = rec.team;
+  m.spec.priority = rec.priority;
+  m.spec.preemptible = false;
+  m.backoff_limit = 0;
+  m.checkpoint.grace_period = util::Duration(0);
+  int workers = 1;
+  const auto placement = nlohmann::json::parse(rec.placement_json, nullptr, false);
+  if (placement.is_array() && !placement.empty()) {
+    int gpus = 0;
+    for (const auto& a : placement) {
+      const int worker = a.value("worker", 0);
+      workers = std::max(workers, worker + 1);
+      if (worker != 0 || a.value("gpu", -1) < 0) continue;
+      const int milli = a.value("milli", 1000);
+      if (a.contains("mig_profile") && a["mig_profile"].is_string()) {
+        m.spec.worker.mig_profile = a["mig_profile"].get<std::string>();
+      } else if (milli < 1000) {
+        m.spec.worker.gpu_milli = model::GpuMilli(milli);
+      } else {
+        ++gpus;
+      }
+    }
+    m.spec.worker.gpus = gpus;
+  } else if (attempt && !attempt->processes_json.empty()) {
+    const auto procs = nlohmann::json::parse(attempt->processes_json, nullptr, false);
+    if (procs.is_array())
+      for (const auto& p : procs) workers = std::max(workers, p.value("rank", 0) + 1);
+  }
+  m.spec.workers = workers;
+  return m;
+}
+
 }  // namespace
 
 util::Status ControlPlane::recover() {
   TY_ASSIGN_OR_RETURN(auto records, store_->active_jobs());
   Tx tx;
   for (auto& rec : records) {
+    ActiveJob job{.rec = rec};
     auto manifest =
-        model::parse_job_manifest(rec.manifest_json, fmt::format("job {}", rec.id.value()));
-    if (!manifest.is_ok()) {
-      TY_LOG_ERROR("job {}: stored spec unreadable: {}", rec.id.value(),
-                   manifest.status().message());
-      continue;
+        model::parse_stored_job_manifest(rec.manifest_json, fmt::format("job {}", rec.id.value()));
+    if (manifest.is_ok()) {
+      job.manifest = std::move(*manifest);
+      job.depends_on = ids_of(job.manifest.depends_on);
+    } else {
+      TY_ASSIGN_OR_RETURN(auto attempt, store_->attempt(rec.id, rec.attempt));
+      job.manifest = stand_in_manifest(rec, attempt);
+      job.unreadable_spec =
+          fmt::format("the stored spec cannot be read back ({}); submit the job again",
+                      manifest.status().message());
+      TY_LOG_ERROR("job {}: {}", rec.id.value(), job.unreadable_spec);
     }
-    ActiveJob job{.rec = rec, .manifest = std::move(*manifest)};
-    job.depends_on = ids_of(job.manifest.depends_on);
+    teams_seen_.insert(rec.team);
     const auto state = rec.state;
     if (state == model::JobState::Admitted) {
       transition(job, model::JobState::Pending, "the server restarted before placing it", tx);
@@ -47,8 +94,21 @@ util::Status ControlPlane::recover() {
                state == model::JobState::Preempting) {
       TY_RETURN_IF_ERROR(readopt(job, tx));
     }
+    if (!job.unreadable_spec.empty()) {
+      if (job.workers.empty()) {
+        // Nothing runs: it ends now.
+        transition(job, model::JobState::Failed, job.unreadable_spec, tx);
+        finished_[rec.id] = job.rec.state;
+        continue;
+      }
+      // Its processes are stopped; finish_attempt() ends it once they are gone.
+      job.stop = StopCause::Failure;
+      job.stop_reason = job.unreadable_spec;
+      job.failure_detail = job.unreadable_spec;
+      job.kill_at = clock_.now();
+      for (auto& w : job.workers) kill_worker(w);
+    }
     job.wait_reason = "not yet examined by the scheduler";
-    teams_seen_.insert(rec.team);
     active_.emplace(rec.id, std::move(job));
   }
   return commit(tx);
@@ -95,6 +155,29 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     job.stop = StopCause::Failure;
     job.placement.clear();
   }
+  if (job.rec.state == model::JobState::Placed && found == 0) {
+    // Placed was committed but the server stopped before it launched any worker: the attempt
+    // never ran, so the job is simply queued again (not a failure, no backoff).
+    tx.attempts.push_back({.job = id,
+                           .attempt = job.rec.attempt,
+                           .started = job.rec.started,
+                           .ended = clock_.now(),
+                           .placement_json = job.rec.placement_json,
+                           .outcome = "not-started"});
+    job.workers.clear();
+    job.placement.clear();
+    job.rec.placement_json.clear();
+    job.stop = StopCause::None;
+    job.failure_detail.clear();
+    transition(job, model::JobState::Pending,
+               "the server restarted before launching the workers; requeued (not counted as a "
+               "failure)",
+               tx);
+    return util::Status::ok();
+  }
+  // Some ranks started and others not: the launch was cut short, which is not the job's fault.
+  if (job.rec.state == model::JobState::Placed && found < job.manifest.spec.workers)
+    job.launch_interrupted = true;
   const std::string reason = fmt::format("the server restarted; re-adopted {} of {} worker(s)",
                                          found, job.manifest.spec.workers);
   if (job.rec.state == model::JobState::Placed) {

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,8 @@
 #include "exec/executor.h"
 #include "server/control_plane.h"
 #include "server/http_api.h"
+#include "server/server_check.h"
+#include "server/state_dir.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/log.h"
 
@@ -52,8 +56,45 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
   }
+  ::chmod(tmp.c_str(), 0644);  // the URL is no secret; the umask would hide it from users
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
+}
+
+// Whether workers can be given users of their own here; says so loudly when they cannot, and
+// refuses to start when this root cannot do what isolation needs. False: do not start.
+bool check_worker_isolation(const ServerConfig& config, const std::filesystem::path& state_dir) {
+  if (!exec::can_switch_users()) {
+    const uid_t uid = ::geteuid();
+    std::fprintf(stderr,
+                 "trainyard server: WARNING: running as uid %u, not root, so jobs run as this "
+                 "same user: a job can read the state directory (admin.token, state.db), every "
+                 "team's logs and checkpoints, and signal other jobs' processes. Run the server "
+                 "as root to run each team's workers as a user of its own; `trainyard server "
+                 "--check` lists every finding and its fix.\n",
+                 uid);
+    std::fflush(stderr);
+    return true;
+  }
+  if (auto st = try_worker_identity(sample_worker_identity(config.workers), state_dir / kJobsDir);
+      !st.is_ok()) {
+    std::fprintf(stderr, "trainyard server: cannot isolate workers: %s\n", st.message().c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string describe_workers(const ServerConfig& config) {
+  if (!exec::can_switch_users())
+    return fmt::format("as this server's user, uid {} (not isolated; see the warning)",
+                       ::geteuid());
+  const WorkersConfig& w = config.workers;
+  std::string text =
+      w.user ? fmt::format("as {} (uid {}) for every team", w.user->user, w.user->uid)
+             : fmt::format("each team as a user of its own (uids {}-{})", w.uid_first, w.uid_last);
+  if (!w.run_as.empty())
+    text += fmt::format(", {} team(s) as configured in runAs", w.run_as.size());
+  return text;
 }
 
 }  // namespace
@@ -66,6 +107,9 @@ std::string default_state_path() {
 }
 
 int run_server(const ServerOptions& options) {
+  if (options.check) return run_server_check(options);
+  // Everything the server creates is its own unless it says otherwise (run dirs, the URL file).
+  ::umask(077);
   HttpOptions http;
   if (!parse_listen(options.listen, http)) {
     std::fprintf(stderr,
@@ -109,6 +153,8 @@ int run_server(const ServerOptions& options) {
     std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());
     return 1;
   }
+  // After open(), which gives the state dir the modes workers need to pass through it.
+  if (!check_worker_isolation(config, cp_options.state_dir)) return 1;
   const auto token_path = cp_options.state_dir / "admin.token";
   if (auto st = (*plane)->ensure_admin_token(token_path); !st.is_ok()) {
     std::fprintf(stderr, "trainyard server: %s\n", st.message().c_str());
@@ -132,9 +178,10 @@ int run_server(const ServerOptions& options) {
                                : fmt::format("http://{}:{}", http.host, api.bound_port());
   write_file_atomically(cp_options.state_dir / "server.addr", url + "\n");
   std::printf(
-      "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: %s\n",
+      "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: "
+      "%s\nworkers: %s\n",
       url.c_str(), db.c_str(), describe_gpus(**plane).c_str(), config.policy.name.c_str(),
-      token_path.c_str());
+      token_path.c_str(), describe_workers(config).c_str());
   if (config.capacity.provider == CapacityProvider::SimCloud) {
     const auto pools = (*plane)->nodes()["pools"];
     std::printf("capacity: simcloud (seed %llu), %zu pool(s)\n",

@@ -14,11 +14,12 @@ struct ServerOptions {
   std::string config;    // YAML; empty = defaults
   std::string provider;  // "static" or "simcloud": overrides the config's capacity.provider
   bool require_auth = false;
+  bool check = false;        // --check: print the security findings and exit (server_check.h)
   std::string wrapper_path;  // the trainyard binary
 };
 
 // Returns the process exit code: 0 after a clean stop, 1 when it could not start, 2 on bad
-// options or config.
+// options or config. With options.check, run_server_check()'s.
 int run_server(const ServerOptions& options);
 
 // $XDG_DATA_HOME/trainyard/state.db, else ~/.local/share/trainyard/state.db.

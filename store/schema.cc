@@ -127,10 +127,28 @@ CREATE TABLE cost_records (
 CREATE INDEX cost_records_by_end ON cost_records(end_us);
 )sql";
 
+// Version 4: idempotency keys of job submissions (the Idempotency-Key header). A key belongs to
+// a scope (a team, or the admins) and names the job its first submission created and the SHA-256
+// of that submission's body. The primary key makes a second job for one key impossible: the row
+// is inserted in the job's own transaction, so a key never exists without its job or the reverse.
+// Rows are pruned by age (created_us), hence the index.
+constexpr const char* kIdempotencySchema = R"sql(
+CREATE TABLE idempotency_keys (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  body_sha256 TEXT NOT NULL,
+  created_us INTEGER NOT NULL,
+  PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_keys_by_created ON idempotency_keys(created_us);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kInitialSchema},
     {2, kTelemetrySchema},
     {3, kCostSchema},
+    {4, kIdempotencySchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

@@ -1,6 +1,7 @@
 // Durable state of the control plane in one SQLite file: jobs (current row per job), their
 // append-only event log, attempts (with worker pids for re-adoption after a restart) and API
-// tokens (hashes only), GPU telemetry per minute, and cost records (showback). WAL journal with
+// tokens (hashes only), GPU telemetry per minute, cost records (showback), and the idempotency
+// keys of job submissions. WAL journal with
 // synchronous=FULL: a committed transaction survives kill -9 and power loss. The schema is
 // versioned; open() migrates older files forward.
 //
@@ -23,7 +24,7 @@
 
 namespace trainyard::store {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 struct JobRecord {
   util::JobId id{0};  // assigned by insert_job
@@ -116,6 +117,17 @@ struct CostRecordRow {
   bool interruption = false;
 };
 
+// A submission's idempotency key: the first submission in `scope` with `key` created `job` from
+// a body whose SHA-256 is `body_sha256`. The scope keeps teams' keys apart ("team:<name>", or
+// "admin" for admin tokens); (scope, key) is unique.
+struct IdempotencyKeyRecord {
+  std::string scope;
+  std::string key;
+  util::JobId job{0};
+  std::string body_sha256;  // lowercase hex
+  util::Time created{};
+};
+
 // Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
 // `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
 struct JobFilter {
@@ -164,6 +176,12 @@ class Store {
   util::Status put_cost_records(const std::vector<CostRecordRow>& rows);
   // Deletes telemetry rows of minutes before `before`; returns how many.
   util::Result<int64_t> prune_telemetry(util::Time before);
+  // Records a submission's key. Call it in the transaction that inserts record.job, so that
+  // neither can be stored without the other. AlreadyExists when (scope, key) is already stored;
+  // FailedPrecondition when the job does not exist.
+  util::Status insert_idempotency_key(const IdempotencyKeyRecord& record);
+  // Deletes keys created before `before`; returns how many.
+  util::Result<int64_t> prune_idempotency_keys(util::Time before);
 
   // Reads.
   util::Result<std::optional<JobRecord>> get_job(util::JobId id);
@@ -186,6 +204,9 @@ class Store {
   util::Result<std::vector<TelemetryMinute>> job_telemetry(util::JobId job, int limit = 100'000);
   // Every cost record, in the order written (the server restores its ledger from them).
   util::Result<std::vector<CostRecordRow>> cost_records();
+  // The stored key (scope, key), pruned or never stored: nullopt.
+  util::Result<std::optional<IdempotencyKeyRecord>> find_idempotency_key(const std::string& scope,
+                                                                         const std::string& key);
 
  private:
   struct Impl;

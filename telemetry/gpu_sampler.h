@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/sim_gpu_profile.h"
 #include "telemetry/gpu_device.h"
 #include "telemetry/gpu_sample.h"
 #include "util/status.h"
@@ -21,9 +22,10 @@ namespace trainyard::telemetry {
 // the job ends. Real backends ignore it.
 struct SyntheticLoad {
   std::string job_id;
-  // "healthy", "data-bound" (input-pipeline bound), "memory-leak", "overheating", "underfilled"
-  // (small batch: low memory and low utilization), "idle" (holds the GPU, computes nothing).
-  std::string profile = "healthy";
+  // One of model::kSimGpuProfiles (model/sim_gpu_profile.h): "healthy", "data-bound"
+  // (input-pipeline bound), "memory-leak", "overheating", "underfilled" (small batch: low memory
+  // and low utilization), "idle" (holds the GPU, computes nothing). Unknown names look healthy.
+  std::string profile = std::string(model::kSimProfileHealthy);
   int64_t start_ms = 0;
   std::vector<int> pids;  // reported as the device's processes
   // From the job's step metrics when it reports them: the share of a step spent waiting on data.

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "model/sim_gpu_profile.h"
+
 namespace trainyard::telemetry {
 namespace {
 
@@ -139,19 +141,19 @@ Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter&
   double elapsed_s = static_cast<double>(elapsed_ms) / 1000;
   double job = job_constant(device.uuid, *load, kJobMemory);
   const std::string& p = load->profile;
-  if (p == "idle") return held_idle(j, job, elapsed_s);
+  if (p == model::kSimProfileIdle) return held_idle(j, job, elapsed_s);
   Shape s;
-  if (p == "data-bound") {
+  if (p == model::kSimProfileDataBound) {
     s = data_bound(j, job, elapsed_ms);
-  } else if (p == "underfilled") {
+  } else if (p == model::kSimProfileUnderfilled) {
     s = underfilled(j, job, elapsed_s);
   } else {  // healthy, and the base of memory-leak and overheating (and of unknown profiles)
     s = healthy(j, job, elapsed_s);
   }
-  if (p == "memory-leak") {  // no jitter: a leak only grows
+  if (p == model::kSimProfileMemoryLeak) {  // no jitter: a leak only grows
     s.memory_share = kLeakStartShare +
                      (kLeakEndShare - kLeakStartShare) * std::min(1.0, elapsed_s / kLeakDurationS);
-  } else if (p == "overheating") {
+  } else if (p == model::kSimProfileOverheating) {
     s.temperature_c =
         std::min(kMaxOverheatC, warm(elapsed_s, 68) + kHeatingCPerMin * elapsed_s / 60) +
         0.3 * j(kTemp);

@@ -14,10 +14,18 @@
 
 namespace trainyard::exec::internal {
 
+// Files in a run dir are readable by the worker's team only: mode 0640 and, when this process
+// is root, the group of the directory (the team's group; the control plane sets it).
+inline constexpr unsigned kRunFileMode = 0640;
+
 // Writes `content` through a temporary file and a rename, so readers see all of it or nothing.
-// With `durable`, the file and its directory are fsync'ed before this returns.
+// With `durable`, the file and its directory are fsync'ed before this returns. The file gets
+// kRunFileMode (whatever the umask) and the group of its directory.
 util::Status write_file_atomically(const std::filesystem::path& path, std::string_view content,
                                    bool durable);
+
+// Gives the open file `fd` kRunFileMode and, as root, the group of directory `dir`.
+void set_run_file_access(int fd, const std::filesystem::path& dir);
 
 struct ProcStat {
   char state = '?';  // 'R', 'S', 'Z' (zombie: exited, not yet reaped), ...

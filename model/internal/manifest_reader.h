@@ -55,7 +55,6 @@ class ManifestReader {
   util::Result<std::vector<Field>> items(const Field& list, std::string_view example) const;
 
   util::Result<std::string> string(const Field& f) const;  // any scalar, as written
-  util::Result<std::string> nonempty_string(const Field& f) const;
   util::Result<int64_t> integer(const Field& f, int64_t lo, int64_t hi,
                                 std::string_view fix = "") const;
   util::Result<bool> boolean(const Field& f) const;
@@ -74,7 +73,17 @@ std::string describe(const YAML::Node& n);
 // Index of the first byte that is not valid UTF-8, or npos.
 size_t invalid_utf8_at(std::string_view text);
 
+// Linux's PATH_MAX, with the NUL: a longer working or checkpoint directory cannot be used.
+inline constexpr size_t kMaxPathBytes = 4096;
+
+// Which rules a document must meet. A submission meets every current rule. A stored spec (the
+// store's canonical JSON of a job accepted earlier) is held to the rules it was accepted under:
+// checks added since then (team-name characters, the simulated-GPU profile, execve sizes) are
+// skipped, so that a server upgrade never makes a stored job unreadable.
+enum class ManifestSource { Submission, Store };
+
 // The template part of the manifest (command, args, env, workingDir, resources).
-util::Status read_template(const ManifestReader& r, const Field& tmpl, JobManifest& m);
+util::Status read_template(const ManifestReader& r, ManifestSource source, const Field& tmpl,
+                           JobManifest& m);
 
 }  // namespace trainyard::model::internal

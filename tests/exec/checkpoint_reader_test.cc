@@ -1,6 +1,7 @@
 #include "exec/checkpoint_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -76,6 +77,47 @@ TEST_F(CheckpointReaderTest, MetricsTailSkipsALineStillBeingWritten) {
   EXPECT_EQ(tail->lines, 2);
   EXPECT_EQ(tail->last["step"], 2);
   EXPECT_FALSE(read_metrics_tail(dir_ / "none.jsonl").has_value());
+}
+
+TEST_F(CheckpointReaderTest, LinksFifosAndDevicesAreNeverRead) {
+  // A manifest that is a link (the job could point it at any file), a listed file that is a
+  // FIFO (opening it would block the server) and one that is a device.
+  checkpoint("step-1", 1);
+  fs::remove(dir_ / "step-1" / "MANIFEST.json");
+  write(dir_ / "elsewhere.json", R"({"format":"trainyard-checkpoint","step":1,"files":[]})");
+  fs::create_symlink(dir_ / "elsewhere.json", dir_ / "step-1" / "MANIFEST.json");
+  checkpoint("step-2", 2);
+  fs::remove(dir_ / "step-2" / "model");
+  ASSERT_EQ(::mkfifo((dir_ / "step-2" / "model").c_str(), 0600), 0);
+  checkpoint("step-3", 3);
+  fs::remove(dir_ / "step-3" / "model");
+  fs::create_symlink("/dev/zero", dir_ / "step-3" / "model");
+  fs::create_directories(dir_ / "real-4");
+  fs::create_symlink(dir_ / "real-4", dir_ / "step-4");  // a step dir that is a link
+  checkpoint("real-4", 4);
+  auto list = list_checkpoints(dir_);
+  ASSERT_EQ(list.size(), 3u);
+  for (const auto& c : list) EXPECT_FALSE(c.verified) << c.step;
+  EXPECT_NE(list[2].problem.find("not a regular file"), std::string::npos) << list[2].problem;
+  EXPECT_NE(list[1].problem.find("model is missing"), std::string::npos) << list[1].problem;
+  EXPECT_NE(list[0].problem.find("model is missing"), std::string::npos) << list[0].problem;
+}
+
+TEST_F(CheckpointReaderTest, NewestCheckpointIgnoresLinkedManifests) {
+  fs::create_directories(dir_ / "step-5");
+  write(dir_ / "real.json", "{}");
+  fs::create_symlink(dir_ / "real.json", dir_ / "step-5" / "MANIFEST.json");
+  EXPECT_FALSE(newest_checkpoint_time(dir_).has_value());
+  checkpoint("step-2", 2);
+  EXPECT_TRUE(newest_checkpoint_time(dir_).has_value());
+}
+
+TEST_F(CheckpointReaderTest, MetricsFileThatIsALinkIsNotRead) {
+  write(dir_ / "secret", "{\"token\": \"ty_secret\"}\n");
+  fs::create_symlink(dir_ / "secret", dir_ / "m.jsonl");
+  EXPECT_FALSE(read_metrics_tail(dir_ / "m.jsonl").has_value());
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.jsonl").c_str(), 0600), 0);
+  EXPECT_FALSE(read_metrics_tail(dir_ / "fifo.jsonl").has_value());  // and does not block
 }
 
 }  // namespace

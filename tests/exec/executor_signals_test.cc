@@ -64,7 +64,7 @@ TEST(LocalExecutor, KillTakesTheWholeProcessGroup) {
   auto ref = ex->launch(w);
   ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
   ASSERT_TRUE(log_contains(w.run_dir, "ready\n"));
-  int grandchild = std::stoi(read_text(w.run_dir / "grandchild.pid"));
+  int grandchild = std::stoi(read_text(w.run_dir / kWorkDir / "grandchild.pid"));
   EXPECT_FALSE(process_ended(grandchild));
   ASSERT_TRUE(ex->kill(*ref).is_ok());
   EXPECT_TRUE(eventually([&] { return process_ended(grandchild); }));
@@ -78,7 +78,7 @@ TEST(LocalExecutor, WorkerRunsInItsOwnSessionLedByTheWrapper) {
   auto ref = ex->launch(w);
   ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
   ASSERT_TRUE(log_contains(w.run_dir, "ready\n"));
-  int worker = std::stoi(read_text(w.run_dir / "worker.pid"));
+  int worker = std::stoi(read_text(w.run_dir / kWorkDir / "worker.pid"));
   EXPECT_NE(worker, ref->pid);
   EXPECT_EQ(::getsid(worker), ref->pid);
   EXPECT_EQ(::getpgid(worker), ref->pid);
@@ -101,7 +101,7 @@ TEST(LocalExecutor, ASecondExecutorReadoptsARunningWorker) {
   ASSERT_TRUE(found.is_ok()) << found.status().to_string();
   EXPECT_EQ(*found, *ref);
   EXPECT_EQ(adopter->poll(*found, w.run_dir).kind, ExitKind::Running);
-  std::ofstream(w.run_dir / "go").put('\n');
+  std::ofstream(w.run_dir / kWorkDir / "go").put('\n');
   ProcessStatus status = wait_for_exit(*adopter, *found, w.run_dir);
   EXPECT_EQ(status.kind, ExitKind::Exited);
   EXPECT_EQ(status.code, 5);

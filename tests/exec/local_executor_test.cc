@@ -17,7 +17,7 @@ using testing::wait_for_exit;
 constexpr const char* kPrintEnv =
     "for v in CUDA_VISIBLE_DEVICES WORLD_SIZE RANK LOCAL_RANK MASTER_ADDR MASTER_PORT "
     "TRAINYARD_JOB_ID TRAINYARD_ATTEMPT TRAINYARD_RANK TRAINYARD_CHECKPOINT_DIR "
-    "TRAINYARD_PREEMPT_NOTICE TRAINYARD_METRICS_FILE TRAINYARD_MTBF_SECONDS USER_VAR; "
+    "TRAINYARD_PREEMPT_NOTICE TRAINYARD_METRICS_FILE TRAINYARD_MTBF_SECONDS USER_VAR TMPDIR; "
     "do eval \"echo $v=[\\${$v-unset}]\"; done; pwd";
 
 TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
@@ -59,7 +59,9 @@ TEST(LocalExecutor, GivesTheWorkerItsGpusRankAndTrainyardVariables) {
       << log;
   EXPECT_NE(log.find("TRAINYARD_MTBF_SECONDS=[7200]"), std::string::npos) << log;
   EXPECT_NE(log.find("USER_VAR=[hello world]"), std::string::npos);
-  EXPECT_NE(log.find("\n" + w.run_dir.string() + "\n"), std::string::npos) << "cwd is run_dir";
+  EXPECT_NE(log.find("\n" + (w.run_dir / kWorkDir).string() + "\n"), std::string::npos)
+      << "cwd is run_dir/work";
+  EXPECT_NE(log.find("TMPDIR=[" + (w.run_dir / kTmpDir).string() + "]"), std::string::npos) << log;
 }
 
 TEST(LocalExecutor, HidesAllGpusFromAWorkerWithoutGpus) {

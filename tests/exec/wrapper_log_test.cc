@@ -51,7 +51,7 @@ TEST(ExecWrapper, FinishesWhenTheWorkerExitsEvenIfABackgroundChildHoldsTheOutput
   EXPECT_EQ(status.code, 4);
   EXPECT_EQ(read_text(w.run_dir / kLogFile), "bye\n");
   EXPECT_TRUE(ex->kill(*ref).is_ok()) << "the group outlives its leader; kill still reaches it";
-  int background = std::stoi(read_text(w.run_dir / "bg.pid"));
+  int background = std::stoi(read_text(w.run_dir / kWorkDir / "bg.pid"));
   EXPECT_TRUE(testing::eventually([&] { return testing::process_ended(background); }));
 }
 

@@ -192,10 +192,14 @@ TEST(JobManifestErrors, EnvironmentNamesAreCheckedAndReservedOnesRefused) {
             "each worker)");
   EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: {TRAINYARD_JOB_ID: 1}")),
                   "job.yaml:9: spec.template.env.TRAINYARD_JOB_ID must be a variable trainyard");
-  EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: {1ABC: x}")),
-                  "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got \"1ABC\"");
-  EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: [{name: A}, {name: A}]")),
-                  "job.yaml:9: environment variable A is set twice");
+  EXPECT_EQ(error_of(with_line(8, "    command: [x]\n    env: {1ABC: x}")),
+            "job.yaml:9: spec.template.env: \"1ABC\" is not an environment variable name "
+            "([A-Za-z_][A-Za-z0-9_]*)");
+  EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: [{name: \"1ABC\"}]")),
+                  "spec.template.env[0].name must be an environment variable name "
+                  "([A-Za-z_][A-Za-z0-9_]*), got \"1ABC\"");
+  EXPECT_EQ(error_of(with_line(8, "    command: [x]\n    env: [{name: A}, {name: A}]")),
+            "job.yaml:9: spec.template.env[1].name: environment variable A is set twice");
   EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: x=1")),
                   "spec.template.env must be a list of {name: NAME, value: text} or a mapping");
 }
@@ -207,7 +211,8 @@ TEST(JobManifestErrors, DependenciesMustNameOtherJobs) {
             "job.yaml:6: spec.dependsOn must be a list, got \"prep\" (write it as a list: [prep])");
   EXPECT_CONTAINS(error_of(with_line(6, "  dependsOn: [\"Not A Name\"]")),
                   "spec.dependsOn[0] must be a job name or a numeric job id");
-  EXPECT_CONTAINS(error_of(with_line(6, "  dependsOn: [a, a]")), "\"a\" is listed twice");
+  EXPECT_EQ(error_of(with_line(6, "  dependsOn: [a, a]")),
+            "job.yaml:6: spec.dependsOn[1]: \"a\" is listed twice");
 }
 
 }  // namespace

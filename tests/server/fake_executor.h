@@ -39,6 +39,7 @@ class FakeExecutor final : public exec::Executor {
   util::Status kill(const exec::ProcessRef& p) override {
     std::lock_guard lock(mu_);
     kills.push_back(p.pid);
+    if (!kills_take_effect) return util::Status::ok();
     if (status[p.pid].kind == exec::ExitKind::Running)
       status[p.pid] = {exec::ExitKind::Signaled, 9, "killed"};
     return util::Status::ok();
@@ -55,7 +56,8 @@ class FakeExecutor final : public exec::Executor {
   std::vector<std::pair<int, int>> notices;  // pid, signal
   std::vector<std::string> notice_bodies;    // the notice file's JSON, per notice
   std::vector<int> kills;
-  int fail_launches = 0;  // the next N launches fail
+  int fail_launches = 0;          // the next N launches fail
+  bool kills_take_effect = true;  // false: a killed worker runs on until exit() (slow to die)
   std::map<int, exec::ProcessStatus> status;
 
  private:

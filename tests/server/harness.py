@@ -12,25 +12,35 @@ import urllib.request
 BIN = os.environ.get("TRAINYARD_BIN", "trainyard")
 
 
+def private_file(path, mode="w"):
+    """Opens a file only its owner may read: the state directory is open to jobs (run as other
+    users when the server is root) for passing through, and the test's own files there are not
+    theirs to read."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC), 0o600), mode)
+
+
 class Server:
-    def __init__(self, gpus="sim:4xH100-80GB", config=None, extra=(), state_dir=None):
+    """`prefix` runs the server under another command, such as setpriv to drop root."""
+
+    def __init__(self, gpus="sim:4xH100-80GB", config=None, extra=(), state_dir=None, prefix=()):
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="ty-e2e-")
         self.gpus, self.extra, self.proc, self.url = gpus, list(extra), None, None
+        self.prefix = list(prefix)
         self.config_path = None
         if config is not None:
             self.config_path = os.path.join(self.state_dir, "config.yaml")
-            with open(self.config_path, "w") as f:
+            with private_file(self.config_path) as f:
                 f.write(config)
 
     def start(self):
         addr = os.path.join(self.state_dir, "server.addr")
         if os.path.exists(addr):
             os.remove(addr)
-        cmd = [BIN, "server", "--listen", "127.0.0.1:0", "--state",
-               os.path.join(self.state_dir, "state.db"), "--gpus", self.gpus] + self.extra
+        cmd = self.prefix + [BIN, "server", "--listen", "127.0.0.1:0", "--state",
+                             os.path.join(self.state_dir, "state.db"), "--gpus", self.gpus] + self.extra
         if self.config_path:
             cmd += ["--config", self.config_path]
-        self.log = open(os.path.join(self.state_dir, "server.log"), "a")
+        self.log = private_file(os.path.join(self.state_dir, "server.log"), "a")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -39,8 +49,7 @@ class Server:
                     self.url = f.read().strip()
                 return self
             if self.proc.poll() is not None:
-                with open(self.log.name) as f:
-                    raise RuntimeError("server exited: " + f.read())
+                raise RuntimeError("server exited: " + self.server_log())
             time.sleep(0.05)
         raise RuntimeError("server did not start")
 
@@ -58,6 +67,10 @@ class Server:
                 self.kill9()
         if getattr(self, "log", None):
             self.log.close()
+
+    def server_log(self):
+        with open(os.path.join(self.state_dir, "server.log")) as f:
+            return f.read()
 
     def admin_token(self):
         with open(os.path.join(self.state_dir, "admin.token")) as f:
