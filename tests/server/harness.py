@@ -19,6 +19,26 @@ def private_file(path, mode="w"):
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC), 0o600), mode)
 
 
+REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+# Set by tests of isolation itself: never fall back to running workers as root.
+KEEP_ISOLATION = False
+
+
+def repo_reachable_by_workers():
+    """False when the server is root (workers run as other users) and some directory above the
+    repository does not let other users pass."""
+    if os.geteuid() != 0:
+        return True
+    path = REPO
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
 class Server:
     """`prefix` runs the server under another command, such as setpriv to drop root."""
 
@@ -27,6 +47,13 @@ class Server:
         self.gpus, self.extra, self.proc, self.url = gpus, list(extra), None, None
         self.prefix = list(prefix)
         self.config_path = None
+        if not KEEP_ISOLATION and not repo_reachable_by_workers() and \
+                (config is None or "workers:" not in config):
+            # Jobs of these tests run the repository's scripts; a checkout that other users
+            # cannot enter would fail them for a reason that is not under test.
+            print(f"note: {REPO} is not reachable by other users; workers run as root here",
+                  flush=True)
+            config = (config or "") + "workers: {user: root}\n"
         if config is not None:
             self.config_path = os.path.join(self.state_dir, "config.yaml")
             with private_file(self.config_path) as f:
