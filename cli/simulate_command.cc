@@ -8,7 +8,10 @@
 
 #include "cli/commands.h"
 #include "cli/simulate_cost.h"
+#include "model/accelerator.h"
 #include "model/cluster_config.h"
+#include "model/slurm_conf.h"
+#include "model/slurm_gres.h"
 #include "sched/policy.h"
 #include "sim/metrics.h"
 #include "sim/report.h"
@@ -36,6 +39,8 @@ struct SimulateArgs {
   std::string runtime_limit = "rounded";
   std::string gittins_prior;
   bool check_invariants = false;
+  std::string slurm_gres_map;     // "a100=A100-40GB,mi250=..."
+  std::string slurm_default_gpu;  // model of untyped Gres=gpu:N
   CostSimArgs cost;
 };
 
@@ -72,8 +77,33 @@ util::Result<std::vector<double>> read_prior(const std::string& path) {
   return v;
 }
 
-// A cluster YAML file, or an Alibaba GPU v2023 node list (openb_node_list_*.csv).
-util::Result<sim::ClusterConfig> load_cluster(const std::string& path) {
+util::Result<model::SlurmConfOptions> slurm_options(const SimulateArgs& a) {
+  model::SlurmConfOptions o;
+  o.default_gpu_model = a.slurm_default_gpu;
+  for (const std::string& pair : split(a.slurm_gres_map, ',')) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
+      return util::invalid_argument(fmt::format(
+          "--slurm-gres-map: '{}' is not TYPE=MODEL; write e.g. a100=A100-40GB,mi250=H100", pair));
+    }
+    if (model::find_accelerator(pair.substr(eq + 1)) == nullptr) {
+      return util::invalid_argument(
+          fmt::format("--slurm-gres-map: '{}' is not a trainyard accelerator; {}",
+                      pair.substr(eq + 1), model::known_gres_types_hint()));
+    }
+    o.gres_types[pair.substr(0, eq)] = pair.substr(eq + 1);
+  }
+  return o;
+}
+
+// A cluster YAML file, a Slurm slurm.conf (the name is slurm.conf or ends in .conf), or an
+// Alibaba GPU v2023 node list (openb_node_list_*.csv).
+util::Result<sim::ClusterConfig> load_cluster(const SimulateArgs& a) {
+  const std::string& path = a.cluster;
+  if (model::is_slurm_conf_path(path)) {
+    TY_ASSIGN_OR_RETURN(const model::SlurmConfOptions o, slurm_options(a));
+    return model::load_slurm_conf(path, o);
+  }
   if (!path.ends_with(".csv")) return sim::load_cluster_yaml(path);
   TY_ASSIGN_OR_RETURN(auto nodes, sim::load_alibaba_nodes(path));
   sim::ClusterConfig c;
@@ -120,6 +150,9 @@ int run(const SimulateArgs& a) {
     topts.runtime_limit = sim::RuntimeLimitMode::Exact;
   else if (a.runtime_limit == "none")
     topts.runtime_limit = sim::RuntimeLimitMode::None;
+  auto slurm = slurm_options(a);
+  if (!slurm.is_ok()) return fail(slurm.status());
+  topts.gres_types = slurm->gres_types;
   sched::PolicyConfig base;
   if (!a.gittins_prior.empty()) {
     auto prior = read_prior(a.gittins_prior);
@@ -130,7 +163,7 @@ int run(const SimulateArgs& a) {
   for (const auto& n : names) {
     if (auto p = sched::find_policy(n); !p.is_ok()) return fail(p.status());
   }
-  auto cluster = load_cluster(a.cluster);
+  auto cluster = load_cluster(a);
   if (!cluster.is_ok()) return fail(cluster.status());
   auto workload = load_workload(a, topts);
   if (!workload.is_ok()) return fail(workload.status());
@@ -139,6 +172,11 @@ int run(const SimulateArgs& a) {
   if (workload->skipped_rows > 0)
     std::fprintf(stderr, " (%lld bad rows skipped)",
                  static_cast<long long>(workload->skipped_rows));
+  std::string not_replayed;
+  for (const auto& [reason, rows] : workload->not_replayed) {
+    not_replayed += fmt::format("{}{} {}", not_replayed.empty() ? "" : ", ", rows, reason);
+  }
+  if (!not_replayed.empty()) std::fprintf(stderr, " (not replayed: %s)", not_replayed.c_str());
   std::fprintf(stderr, "; cluster %s: %zu nodes, %lld GPUs\n", a.cluster.c_str(),
                cluster->nodes.size(), static_cast<long long>(cluster->total_gpus()));
   if (has_cloud_pools(*cluster)) {
@@ -215,15 +253,23 @@ Runner add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Replay a job trace on a simulated cluster under several policies");
   cmd->add_option("--trace", args->trace,
-                  "trace file (Philly, Alibaba pods, Tiresias, Sia/Pollux or generic CSV), or "
+                  "trace file (Philly, Alibaba pods, Tiresias, Sia/Pollux, Slurm sacct or generic "
+                  "CSV), or "
                   "synthetic:JOBS[:JOBS_PER_HOUR]")
       ->required();
   cmd->add_option("--trace-format", args->trace_format,
                   "auto, or one of the formats in docs/trace-formats.md")
       ->capture_default_str();
   cmd->add_option("--cluster", args->cluster,
-                  "cluster YAML (see examples/clusters/), or an Alibaba node list CSV")
+                  "cluster YAML (see examples/clusters/), a Slurm slurm.conf (a file named "
+                  "slurm.conf or *.conf, e.g. examples/clusters/slurm.conf), or an Alibaba node "
+                  "list CSV")
       ->required();
+  cmd->add_option("--slurm-gres-map", args->slurm_gres_map,
+                  "slurm.conf GRES GPU types the built-in mapping lacks, as TYPE=MODEL pairs "
+                  "separated by commas (a100=A100-40GB)");
+  cmd->add_option("--slurm-default-gpu", args->slurm_default_gpu,
+                  "accelerator model of slurm.conf nodes whose Gres=gpu:N names no type");
   cmd->add_option("--policy", args->policies,
                   "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority")
       ->capture_default_str();

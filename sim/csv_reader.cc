@@ -21,6 +21,25 @@ CsvReader CsvReader::from_string(std::string text, std::string name) {
   return CsvReader(std::move(text), std::move(name));
 }
 
+CsvReader CsvReader::from_string_unquoted(std::string text, std::string name, char separator) {
+  CsvReader out(std::move(text), std::move(name));
+  out.separator_ = separator;
+  out.quoting_ = false;
+  return out;
+}
+
+void CsvReader::split_unquoted(std::string_view line) {
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  size_t start = 0;
+  while (true) {
+    const size_t sep = line.find(separator_, start);
+    fields_.emplace_back(
+        line.substr(start, sep == std::string_view::npos ? line.npos : sep - start));
+    if (sep == std::string_view::npos) break;
+    start = sep + 1;
+  }
+}
+
 util::Status CsvReader::read_header() {
   if (!next())
     return util::invalid_argument(
@@ -54,6 +73,10 @@ util::Result<int> CsvReader::column(std::string_view name) const {
 
 bool CsvReader::split_line(std::string_view line) {
   fields_.clear();
+  if (!quoting_) {
+    split_unquoted(line);
+    return true;
+  }
   std::string cur;
   bool quoted = false;
   bool was_quoted = false;

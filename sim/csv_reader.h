@@ -16,6 +16,8 @@ class CsvReader {
  public:
   static util::Result<CsvReader> open(const std::string& path);
   static CsvReader from_string(std::string text, std::string name);
+  // Fields split at `separator` with no quoting: Slurm's `sacct --parsable2` output ('|').
+  static CsvReader from_string_unquoted(std::string text, std::string name, char separator);
 
   // Reads the header row; call once before next().
   util::Status read_header();
@@ -38,10 +40,13 @@ class CsvReader {
 
  private:
   CsvReader(std::string text, std::string name) : text_(std::move(text)), name_(std::move(name)) {}
+  void split_unquoted(std::string_view line);
   bool split_line(std::string_view line);
 
   std::string text_;
   std::string name_;
+  char separator_ = ',';
+  bool quoting_ = true;
   size_t pos_ = 0;
   int line_ = 0;
   std::vector<std::string> header_;

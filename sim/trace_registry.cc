@@ -20,6 +20,7 @@ constexpr TraceFormat kFormats[] = {
     {"philly", load_philly_from_text},     {"alibaba", load_alibaba_from_text},
     {"tiresias", load_tiresias_from_text}, {"sia", load_sia_from_text},
     {"pollux", load_pollux_from_text},     {"csv", load_csv_trace_from_text},
+    {"sacct", load_sacct_from_text},
 };
 
 std::string format_list() {
@@ -28,8 +29,20 @@ std::string format_list() {
   return out;
 }
 
+// `sacct --parsable2` output: a '|'-separated header naming JobID, Submit, Start, End and State.
+bool is_sacct_header(std::string_view text) {
+  const std::string_view line = text.substr(0, text.find('\n'));
+  CsvReader csv = CsvReader::from_string_unquoted(std::string(line), "", '|');
+  if (!csv.read_header().is_ok()) return false;
+  for (auto c : {"JobID", "Submit", "Start", "End", "State"}) {
+    if (!csv.has_column(c)) return false;
+  }
+  return true;
+}
+
 // Sia and Pollux files have the same header; "pollux" reads both the same way.
 util::Result<std::string> guess_format(const std::string& text, const std::string& name) {
+  if (is_sacct_header(text)) return std::string("sacct");
   CsvReader csv = CsvReader::from_string(text, name);
   TY_RETURN_IF_ERROR(csv.read_header());
   auto has = [&](std::initializer_list<std::string_view> cols) {

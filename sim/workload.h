@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Workload {
   std::vector<TraceJob> jobs;
   std::vector<std::string> teams;  // in order of first appearance
   int64_t skipped_rows = 0;
+  // Well-formed rows an adapter reads but does not replay, by reason ("job steps": 12), e.g.
+  // sacct's jobs that never started. Reported beside skipped_rows; not errors.
+  std::map<std::string, int64_t> not_replayed;
 };
 
 // How runtime limits are derived when a trace has none (backfill uses them).
@@ -51,9 +55,13 @@ struct TraceOptions {
   double normal_priority_share = 0.3;
   util::Duration checkpoint_interval = util::seconds(1800);  // when the trace has none
   int64_t max_jobs = 0;                                      // 0 = all
+  // sacct: GRES type -> accelerator name, beside model/slurm_gres.h's built-in mapping (the
+  // same overrides the slurm.conf reader gets, so jobs and nodes name the same models).
+  std::map<std::string, std::string> gres_types;
 };
 
-// Every trace format trainyard reads, by name: philly, alibaba, tiresias, sia, pollux, csv.
+// Every trace format trainyard reads, by name: philly, alibaba, tiresias, sia, pollux, csv,
+// sacct.
 std::vector<std::string> trace_formats();
 // Loads `path` in `format` ("auto" guesses from the header row), then finalize()s it.
 util::Result<Workload> load_trace(const std::string& format, const std::string& path,
@@ -94,6 +102,12 @@ util::Result<Workload> load_pollux_from_text(std::string text, const std::string
 util::Result<Workload> load_sia(const std::string& path, const TraceOptions& opts);
 util::Result<Workload> load_sia_from_text(std::string text, const std::string& name,
                                           const TraceOptions& opts);
+// Slurm accounting records: `sacct --parsable2 --allocations -o JobID,User,Account,Partition,
+// Submit,Start,End,State,AllocTRES,ReqTRES,Timelimit,NNodes` (with its header row). Jobs that
+// never started, still run, or used no GPU are counted in Workload::not_replayed.
+util::Result<Workload> load_sacct(const std::string& path, const TraceOptions& opts);
+util::Result<Workload> load_sacct_from_text(std::string text, const std::string& name,
+                                            const TraceOptions& opts);
 // trainyard's generic CSV: submit_time, duration, gpus and optional columns. Jobs come back
 // sorted by submit time (stable) with ids 1..n and depends_on resolved to those ids, which is
 // the numbering finalize() keeps.

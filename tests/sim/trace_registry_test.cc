@@ -11,8 +11,8 @@ using testing::shared_trace;
 using testing::write_temp;
 
 TEST(TraceRegistry, ListsEveryFormat) {
-  EXPECT_EQ(trace_formats(),
-            (std::vector<std::string>{"philly", "alibaba", "tiresias", "sia", "pollux", "csv"}));
+  EXPECT_EQ(trace_formats(), (std::vector<std::string>{"philly", "alibaba", "tiresias", "sia",
+                                                       "pollux", "csv", "sacct"}));
 }
 
 TEST(TraceRegistry, GuessesEachBundledFormatFromItsHeader) {
