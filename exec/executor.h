@@ -65,10 +65,14 @@ struct WorkerLaunch {
   std::optional<Credentials> run_as;
 };
 
-// A running worker. start_ticks (field 22 of /proc/<pid>/stat) guards against pid reuse.
+// A running worker. start_ticks (field 22 of /proc/<pid>/stat) guards against pid reuse. A
+// worker run by a batch system (Slurm) is named by its batch job; its pid, on another machine,
+// is informational only.
 struct ProcessRef {
   int pid = 0;
   int64_t start_ticks = 0;
+  int64_t batch_job = 0;  // the Slurm job id that runs the worker; 0 for a local process
+  bool known() const { return pid != 0 || batch_job != 0; }
   bool operator==(const ProcessRef&) const = default;
 };
 
@@ -77,6 +81,14 @@ enum class ExitKind {
   Exited,    // code = exit code
   Signaled,  // code = signal number
   Lost,      // gone and no exit status was recorded (killed with its wrapper, or vanished)
+  // The executor could not start it now (a batch system refused it, or kept it waiting past
+  // its start timeout): the attempt never ran, so it is requeued without counting a failure.
+  NotStarted,
+  // Its node failed or was taken away (Slurm NODE_FAIL, a node set down): not the job's fault;
+  // requeued like a preemption.
+  Interrupted,
+  // Cancelled outside trainyard (an administrator's scancel): the job ends cancelled.
+  Cancelled,
 };
 
 struct ProcessStatus {
@@ -85,9 +97,45 @@ struct ProcessStatus {
   std::string detail;  // human-readable, e.g. "exited with code 3", "killed by SIGKILL"
 };
 
+// One worker of an attempt that an executor starts as a whole (launch_gang()): where it runs and
+// what it needs there, for a batch system that allocates those itself.
+struct GangWorker {
+  WorkerLaunch launch;
+  std::string node;  // the node the scheduler placed it on
+  int gpus = 0;      // whole GPUs on that node
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+};
+
+struct GangLaunch {
+  std::string name;                 // the job's name, for the batch system's listings
+  std::vector<GangWorker> workers;  // in rank order
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
+  // Called once at the start of every reconcile cycle, before poll(): an executor that asks a
+  // batch system about its jobs does it here, once for all workers.
+  virtual void begin_cycle() {}
+  // Whether an attempt's workers are started together by launch_gang() (one batch job per
+  // attempt) instead of one launch() each.
+  virtual bool launches_gangs() const { return false; }
+  // Starts every worker of an attempt as one unit; refs in rank order. Only where
+  // launches_gangs().
+  virtual util::Result<std::vector<ProcessRef>> launch_gang(const GangLaunch& gang) {
+    (void)gang;
+    return util::failed_precondition("this executor starts workers one by one");
+  }
+  // find() for the worker `rank` of `attempt` of `job`: an executor that can ask its batch
+  // system for the attempt's job does so when the run dir has no pid file yet.
+  virtual util::Result<ProcessRef> find_attempt(util::JobId job, int attempt, int rank,
+                                                const std::filesystem::path& run_dir) {
+    (void)job;
+    (void)attempt;
+    (void)rank;
+    return find(run_dir);
+  }
   virtual util::Result<ProcessRef> launch(const WorkerLaunch& w) = 0;
   // Reaps it when it is our child; otherwise checks liveness and reads run_dir/exit_status.
   virtual ProcessStatus poll(const ProcessRef& p, const std::filesystem::path& run_dir) = 0;

@@ -172,6 +172,12 @@ std::string describe_exit(ExitKind kind, int code) {
     }
     case ExitKind::Lost:
       return "lost: the worker is gone and recorded no exit status";
+    case ExitKind::NotStarted:
+      return "not started";
+    case ExitKind::Interrupted:
+      return "interrupted: its node failed";
+    case ExitKind::Cancelled:
+      return "cancelled outside trainyard";
   }
   return "unknown";
 }

@@ -48,7 +48,11 @@ struct WrapperArgs {
   uint32_t gid = 0;
   std::vector<gid_t> groups;  // gid first, then the supplementary groups
   int env_fd = -1;            // the worker's environment (env_block); -1 = the wrapper's own
-  std::vector<char*> argv;    // nullptr-terminated
+  std::string env_file;       // or a file holding it (under a batch system, on a shared dir)
+  // Names copied from the wrapper's own environment into the worker's, over the server's
+  // values: what a batch system sets on the node (Slurm's CUDA_VISIBLE_DEVICES, SLURM_JOB_ID).
+  std::vector<std::string> pass_env;
+  std::vector<char*> argv;  // nullptr-terminated
 };
 
 template <typename Int>
@@ -89,6 +93,14 @@ util::Status parse_option(std::string_view flag, std::string_view value, Wrapper
     if (!parse_number(value, a.gid)) return util::invalid_argument("--gid wants a number");
   } else if (flag == "--groups") {
     return parse_groups(value, a.groups);
+  } else if (flag == "--env-file") {
+    a.env_file = value;
+  } else if (flag == "--pass-env") {
+    while (!value.empty()) {
+      const size_t comma = std::min(value.find(','), value.size());
+      if (comma > 0) a.pass_env.emplace_back(value.substr(0, comma));
+      value.remove_prefix(std::min(value.size(), comma + 1));
+    }
   } else if (flag == "--env-fd") {
     if (!parse_number(value, a.env_fd) || a.env_fd < 0)
       return util::invalid_argument("--env-fd wants a file descriptor number");
@@ -314,10 +326,32 @@ util::Status start_session(const WrapperArgs& a, int log_fd) {
       internal::format_pid_file({.pid = ::getpid(), .start_ticks = self->start_ticks}), false);
 }
 
+// The names of `pass` that the wrapper's own environment has, set over `env`.
+void pass_through(const std::vector<std::string>& pass, std::vector<std::string>& env) {
+  for (const auto& name : pass) {
+    const char* value = ::getenv(name.c_str());
+    if (value == nullptr) continue;
+    std::erase_if(env, [&](const std::string& e) {
+      return e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=';
+    });
+    env.push_back(name + "=" + value);
+  }
+}
+
 int run(const WrapperArgs& a) {
-  std::vector<std::string> env_strings = read_worker_env(a.env_fd);
+  int env_fd = a.env_fd;
+  if (!a.env_file.empty()) {
+    env_fd = ::open(a.env_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (env_fd < 0) {
+      std::fprintf(stderr, "trainyard: cannot read the worker's environment %s: %s\n",
+                   a.env_file.c_str(), std::strerror(errno));
+      return record_exit(a.run_dir, ExitKind::Exited, kCannotStart);
+    }
+  }
+  std::vector<std::string> env_strings = read_worker_env(env_fd);
+  if (env_fd >= 0) pass_through(a.pass_env, env_strings);
   std::vector<char*> env;
-  if (a.env_fd >= 0) env = internal::c_string_array(env_strings);
+  if (env_fd >= 0) env = internal::c_string_array(env_strings);
   reset_inherited_state();
   fs::path log_path = a.run_dir / kLogFile;
   int log_fd =

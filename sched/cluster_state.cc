@@ -23,10 +23,14 @@ ClusterState::ClusterState(const Snapshot& snap)
     const SnapshotNode& n = snap.nodes[i];
     TY_CHECK(n.gpu_count >= 0 && n.gpu_count <= model::kMaxGpusPerNode);
     NodeFree& f = free_[i];
-    f.cpu = n.cpu;
-    f.memory = n.memory;
-    for (int g = 0; g < n.gpu_count; ++g) f.gpu_milli_free[g] = model::kMilliPerGpu;
+    f.cpu = model::CpuMilli(std::max<int64_t>(0, n.cpu.value() - n.cpu_held_outside.value()));
+    f.memory = model::Bytes(std::max<int64_t>(0, n.memory.value() - n.memory_held_outside.value()));
     f.whole_free = n.mig_enabled ? 0 : n.gpu_count;
+    for (int g = 0; g < n.gpu_count; ++g) {
+      const bool held = (n.gpus_held_outside >> g) & 1u;
+      f.gpu_milli_free[g] = held ? int16_t{0} : static_cast<int16_t>(model::kMilliPerGpu);
+      if (held && !n.mig_enabled) --f.whole_free;
+    }
     if (n.mig_enabled) mig_nodes_.push_back(static_cast<int32_t>(i));
   }
   for (const SnapshotJob& job : snap.jobs) {

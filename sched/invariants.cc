@@ -175,6 +175,13 @@ util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enfor
   for (size_t i = 0; i < snap.jobs.size(); ++i)
     index[snap.jobs[i].id.value()] = static_cast<int>(i);
   std::vector<NodeUse> use(snap.nodes.size());
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const SnapshotNode& n = snap.nodes[i];
+    use[i].cpu = n.cpu_held_outside.value();
+    use[i].memory = n.memory_held_outside.value();
+    for (int g = 0; g < n.gpu_count; ++g)
+      if ((n.gpus_held_outside >> g) & 1u) use[i].milli[g] = model::kMilliPerGpu;
+  }
   for (const SnapshotJob& job : snap.jobs) {
     if (job.is_running()) {
       if (auto s = add_use(snap, use, job, job.placement); !s.is_ok())

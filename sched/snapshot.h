@@ -52,6 +52,12 @@ struct SnapshotNode {
   // When the node last became free of every job (or came up empty); Time::max() while any job
   // holds it. The autoscaler releases nodes idle for longer than their pool's idle timeout.
   Time idle_since = Time::max();
+  // Capacity in use by work the scheduler does not manage (jobs a batch system such as Slurm
+  // runs for others on a shared node): bit g set = GPU g is busy; and CPU and memory held so.
+  // Nothing is ever placed there, and no preemption frees it.
+  uint32_t gpus_held_outside = 0;
+  model::CpuMilli cpu_held_outside{0};
+  model::Bytes memory_held_outside{0};
 };
 
 // A zone a pool may buy in; after a reclaim there it is avoided until `blocked_until`.

@@ -42,6 +42,9 @@ struct ActiveJob {
   // Set by recovery when the server stopped while launching the workers: the attempt never ran
   // whole, so ending it requeues the job without counting a failure.
   bool launch_interrupted = false;
+  // Set when the executor could not start the attempt now (Slurm refused it or kept it
+  // pending): requeued without counting a failure, after the initial retry delay.
+  bool launch_refused = false;
   // Commit time of the job's newest checkpoint, read from its checkpoint directory at most
   // every few seconds while it runs (the scheduler prefers victims with fresh ones).
   util::Time last_checkpoint{};

@@ -1,4 +1,6 @@
 // ControlPlane's views of the machine and the queues: `trainyard nodes` and `queues`.
+#include <bit>
+
 #include <fmt/format.h>
 
 #include "server/control_plane.h"
@@ -42,10 +44,19 @@ nlohmann::json ControlPlane::nodes() const {
                    {"labels", n.node.labels},
                    {"pool", n.node.pool},
                    {"zone", n.zone},
-                   {"state", n.cloud ? std::string(model::node_state_name(n.node.state)) : "ready"},
+                   {"state", n.cloud || n.batch ? std::string(model::node_state_name(n.node.state))
+                                                : "ready"},
                    {"pricePerHour", n.price_per_hour},
                    {"cloud", n.cloud},
                    {"devices", std::move(gpus)}});
+    if (n.batch) {
+      nlohmann::json& row = arr.back();
+      row["executor"] = "slurm";
+      row["address"] = n.address;
+      row["gpusHeldOutside"] = std::popcount(n.gpus_held_outside);
+      row["gpusInUse"] = used + std::popcount(n.gpus_held_outside);
+      if (!n.problem.empty()) row["problem"] = n.problem;
+    }
   }
   if (fleet_) {
     // Requested and not up yet: shown so a user sees the capacity coming.

@@ -18,7 +18,8 @@ constexpr const char* kServerKeys[] = {
     "policy",           "placement",    "reconcileIntervalSeconds",
     "retryBackoff",     "noticeSignal", "logCapBytes",
     "maxRequestBytes",  "telemetry",    "alerts",
-    "mtbfPriorSeconds", "capacity",     "workers"};
+    "mtbfPriorSeconds", "capacity",     "workers",
+    "executor"};
 
 util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
   const auto m = n.Mark();
@@ -136,6 +137,7 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
   if (const auto a = root["alerts"]) TY_RETURN_IF_ERROR(parse_alerts_config(file, a, out.alerts));
   if (const auto c = root["capacity"]) TY_RETURN_IF_ERROR(parse_capacity_config(file, c, out));
   if (const auto w = root["workers"]) TY_RETURN_IF_ERROR(parse_workers_config(file, w, out));
+  if (const auto e = root["executor"]) TY_RETURN_IF_ERROR(parse_executor_config(file, e, out));
   if (const auto s = root["noticeSignal"]) {
     auto sig = s.IsScalar() ? parse_signal(s.Scalar()) : util::invalid_argument("not a scalar");
     if (!sig.is_ok()) return located(file, s, "noticeSignal: " + sig.status().message());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/credentials.h"
+#include "exec/slurm_executor.h"
 #include "model/node.h"
 #include "model/team.h"
 #include "sched/policy_config.h"
@@ -62,6 +63,16 @@ struct WorkersConfig {
   std::map<std::string, exec::Credentials> run_as;  // per-team users, over both of the above
 };
 
+// Who runs the processes (the `executor:` section, docs/slurm.md). `local`: this machine, the
+// embedded default. `slurm`: a Slurm cluster's nodes; trainyard decides, Slurm runs.
+enum class ExecutorKind { Local, Slurm };
+
+struct ExecutorConfig {
+  ExecutorKind kind = ExecutorKind::Local;
+  // For kind slurm (wrapper_path and instance are filled in by the server at start).
+  exec::SlurmOptions slurm;
+};
+
 struct ServerConfig {
   sched::PolicyConfig policy;  // default fifo
   util::Duration reconcile_interval = std::chrono::milliseconds(500);
@@ -78,6 +89,7 @@ struct ServerConfig {
   util::Duration mtbf_prior = std::chrono::hours(4);
   CapacityConfig capacity;
   WorkersConfig workers;
+  ExecutorConfig executor;
 };
 
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file);
@@ -90,6 +102,8 @@ util::Status parse_workers_config(const std::string& file, const YAML::Node& n, 
 // A user name or a numeric uid as a worker identity: a name's passwd uid, gid, groups and home;
 // a uid with no passwd entry gets the gid of the same number, no groups and no home.
 util::Result<exec::Credentials> resolve_worker_user(const std::string& name_or_uid);
+// The `executor:` section (executor_config.cc).
+util::Status parse_executor_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
 // "static" or "simcloud" (also what --provider takes).
 util::Result<CapacityProvider> parse_capacity_provider(const std::string& text);
 

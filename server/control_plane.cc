@@ -136,6 +136,7 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   }
   const bool isolate = options.isolate_workers.value_or(exec::can_switch_users());
   TY_RETURN_IF_ERROR(prepare_state_dir(options.state_dir, isolate));
+  if (!options.work_dir.empty()) TY_RETURN_IF_ERROR(prepare_state_dir(options.work_dir, isolate));
   TY_ASSIGN_OR_RETURN(
       cp->identities_,
       WorkerIdentities::open(options.config.workers, options.state_dir / kWorkerUidsFile, isolate));
@@ -160,20 +161,21 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
     TY_ASSIGN_OR_RETURN(cp->fleet_, Fleet::open(capacity, clock));
     for (const auto& p : cp->fleet_->pools()) cp->cloud_pools_.push_back(p.pool);
   }
+  cp->sync_batch_nodes();
   TY_RETURN_IF_ERROR(cp->recover());
   TY_RETURN_IF_ERROR(cp->restore_cost());
   return cp;
 }
 
 std::filesystem::path ControlPlane::run_dir(util::JobId id, int attempt, int rank) const {
-  return options_.state_dir / kJobsDir / std::to_string(id.value()) /
-         fmt::format("attempt-{}", attempt) / fmt::format("rank-{}", rank);
+  return work_dir() / kJobsDir / std::to_string(id.value()) / fmt::format("attempt-{}", attempt) /
+         fmt::format("rank-{}", rank);
 }
 
 // The spec's checkpoint.dir, else one per job under the state dir; the same on every attempt.
 std::string ControlPlane::checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const {
   if (!spec_dir.empty()) return spec_dir;
-  return (options_.state_dir / kCheckpointsDir / std::to_string(id.value())).string();
+  return (work_dir() / kCheckpointsDir / std::to_string(id.value())).string();
 }
 
 std::optional<exec::Credentials> ControlPlane::file_identity(const std::string& team) const {

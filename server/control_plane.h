@@ -23,6 +23,7 @@
 
 #include "cloud/cost_ledger.h"
 #include "exec/executor.h"
+#include "exec/slurm_executor.h"
 #include "model/node.h"
 #include "sched/plan.h"
 #include "server/active_job.h"
@@ -49,6 +50,11 @@ struct ControlPlaneOptions {
   // Run each team's workers as its own user (config.workers). nullopt: when this process is
   // root, the only case in which it can.
   std::optional<bool> isolate_workers;
+  // Where jobs/ (run dirs, logs) and checkpoints/ live; empty = state_dir. The Slurm executor's
+  // shared directory, so every node reaches them.
+  std::filesystem::path work_dir;
+  // The executor when it is a Slurm cluster's: nodes come from it and refresh every cycle.
+  exec::SlurmExecutor* slurm = nullptr;
 };
 
 struct LogChunk {
@@ -155,9 +161,21 @@ class ControlPlane {
   util::Status readopt(ActiveJob& job, Tx& tx);
   void kill_worker(const WorkerProcess& w);
 
+  // Slurm's nodes into nodes_ (slurm_nodes.cc), under mu_: new ones join, known ones get their
+  // state, capacity and what jobs outside trainyard hold there; a node Slurm no longer lists is
+  // kept (placements refer to it) but takes no work.
+  void sync_batch_nodes();
+  // After a restart while Slurm is unreachable: a stored placement's nodes, as placeholders that
+  // take no work until Slurm describes them.
+  void ensure_placeholder_nodes(const std::string& placement_json);
+  std::filesystem::path work_dir() const;
+
   // Reconcile phases (reconcile.cc); each runs under mu_ and queues store writes in `tx`.
   void observe_workers(Tx& tx);
   void finish_attempt(ActiveJob& job, Tx& tx);
+  // A worker the batch system ended for a reason that is not the job's (never started, node
+  // failed, cancelled by an administrator): stops the attempt accordingly; false otherwise.
+  bool stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx);
   void fail_broken_dependencies(Tx& tx);
   void apply_plan(Tx& tx);
   util::Status commit(Tx& tx);

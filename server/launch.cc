@@ -73,16 +73,24 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   util::Status prepared = identity.status();
   const exec::Credentials* creds = identity.is_ok() && *identity ? &**identity : nullptr;
   if (prepared.is_ok())
-    prepared = prepare_attempt_dir(options_.state_dir, job.rec.id, job.rec.attempt, creds);
+    prepared = prepare_attempt_dir(work_dir(), job.rec.id, job.rec.attempt, creds);
   if (prepared.is_ok() && job.manifest.checkpoint.dir.empty())
     prepared = prepare_checkpoint_dir(checkpoint_dir(job), creds);
   util::Status first_error = util::Status::ok();
+  const bool gang = executor_.launches_gangs();
+  exec::GangLaunch batch{.name = job.rec.name};
+  std::string master_addr = "127.0.0.1";
+  for (const auto& a : job.placement)
+    if (a.worker == 0 && a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()) &&
+        !nodes_[a.node_idx].address.empty())
+      master_addr = nodes_[a.node_idx].address;
   for (int rank = 0; rank < spec.workers; ++rank) {
     WorkerProcess w{.rank = rank, .run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string()};
     exec::WorkerLaunch l{.job = job.rec.id,
                          .attempt = job.rec.attempt,
                          .rank = rank,
                          .world_size = spec.workers,
+                         .master_addr = master_addr,
                          .master_port = port,
                          .argv = argv,
                          .env = proc.env,
@@ -93,11 +101,14 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
                          .log_cap_bytes = options_.config.log_cap_bytes};
     if (creds != nullptr) l.run_as = *creds;
     int node_idx = -1;
+    int gpus = 0;
     util::Status st = prepared;
     for (const auto& a : job.placement) {
       if (a.worker != rank) continue;
       node_idx = a.node_idx;
       if (a.gpu_idx < 0) continue;
+      ++gpus;
+      if (gang) continue;  // the batch system picks the devices on the node
       auto dev = device_for(nodes_[a.node_idx], a);
       if (!dev.is_ok()) {
         st = dev.status();
@@ -109,6 +120,17 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
     for (const auto& a : job.placement)
       if (a.node_idx == node_idx && a.worker < rank) lower.insert(a.worker);
     l.local_rank = static_cast<int>(lower.size());
+    if (gang) {
+      if (node_idx < 0 && st.is_ok()) st = util::internal_error("a worker has no node");
+      if (!st.is_ok() && first_error.is_ok()) first_error = st;
+      batch.workers.push_back({.launch = l,
+                               .node = node_idx >= 0 ? nodes_[node_idx].node.name : "",
+                               .gpus = gpus,
+                               .cpu_milli = spec.worker.cpu.value(),
+                               .memory_bytes = spec.worker.memory.value()});
+      job.workers.push_back(std::move(w));
+      continue;
+    }
     if (st.is_ok()) {
       auto ref = executor_.launch(l);
       if (ref.is_ok()) {
@@ -124,7 +146,25 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
     }
     job.workers.push_back(std::move(w));
   }
-  return first_error;
+  if (!gang) return first_error;
+  // One batch job for the whole attempt: all workers start together, or none does.
+  util::Status st = first_error;
+  if (st.is_ok()) {
+    auto refs = executor_.launch_gang(batch);
+    if (refs.is_ok() && refs->size() == job.workers.size()) {
+      for (size_t i = 0; i < refs->size(); ++i) job.workers[i].ref = (*refs)[i];
+      return util::Status::ok();
+    }
+    st = refs.is_ok() ? util::internal_error("the executor returned the wrong number of workers")
+                      : refs.status();
+  }
+  for (auto& w : job.workers) {
+    w.finished = true;
+    w.status = {st.code() == util::StatusCode::Unavailable ? exec::ExitKind::NotStarted
+                                                           : exec::ExitKind::Lost,
+                0, "could not be started: " + st.message()};
+  }
+  return st;
 }
 
 std::string ControlPlane::device_uuid(const sched::Assignment& a) const {
@@ -139,6 +179,7 @@ std::string ControlPlane::processes_json(const ActiveJob& job) const {
     arr.push_back({{"rank", w.rank},
                    {"pid", w.ref.pid},
                    {"start_ticks", w.ref.start_ticks},
+                   {"batch_job", w.ref.batch_job},
                    {"run_dir", w.run_dir},
                    {"status", w.finished ? w.status.detail : "running"}});
   }

@@ -30,6 +30,8 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
     sched::add_node(snap, n.node);
     if (auto it = idle_since_.find(n.node.name); it != idle_since_.end())
       snap.nodes.back().idle_since = it->second;
+    snap.nodes.back().gpus_held_outside = n.gpus_held_outside;
+    snap.nodes.back().cpu_held_outside = model::CpuMilli(n.cpu_held_outside_milli);
   }
   for (const auto& t : options_.config.teams) {
     sched::add_team(snap, t);
@@ -110,18 +112,24 @@ void ControlPlane::apply_plan(Tx& tx) {
     std::string pids;
     for (const auto& w : job->workers)
       pids += (pids.empty() ? "" : ",") + std::to_string(w.ref.pid);
+    if (executor_.launches_gangs() && !job->workers.empty())
+      pids = fmt::format("in Slurm job {}", job->workers.front().ref.batch_job);
     tx.attempts.push_back({.job = job->rec.id,
                            .attempt = job->rec.attempt,
                            .started = job->rec.started,
                            .placement_json = job->rec.placement_json,
                            .processes_json = processes_json(*job)});
     transition(*job, model::JobState::Running,
-               st.is_ok() ? fmt::format("started {} worker(s), pids {}", job->workers.size(), pids)
+               st.is_ok() ? fmt::format("started {} worker(s), {}{}", job->workers.size(),
+                                        executor_.launches_gangs() ? "" : "pids ", pids)
                           : "could not start: " + st.message(),
                tx);
     if (!st.is_ok()) {
-      // Counts as a failed attempt (retried up to backoffLimit); started ranks are stopped.
+      // Counts as a failed attempt (retried up to backoffLimit); started ranks are stopped. A
+      // batch system that refuses or cannot take the job now is not the job's failure.
       job->failure_detail = "could not be started: " + st.message();
+      if (executor_.launches_gangs() && st.code() == util::StatusCode::Unavailable)
+        job->launch_refused = true;
       begin_stop(*job, StopCause::Failure, "worker " + job->failure_detail, tx);
     }
   }

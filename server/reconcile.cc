@@ -41,6 +41,7 @@ util::Status ControlPlane::reconcile_once() {
   const util::Duration began = util::WallClock::steady_now();
   std::lock_guard lock(mu_);
   Tx outcomes;
+  sync_batch_nodes();
   if (fleet_) observe_fleet(outcomes);
   observe_workers(outcomes);
   fail_broken_dependencies(outcomes);
@@ -131,7 +132,7 @@ void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string
   // The workers were told already, unless an interruption brought their deadline forward.
   if (before != StopCause::None && !(deadline && job.kill_at < before_kill_at)) return;
   for (auto& w : job.workers) {
-    if (w.finished || w.ref.pid <= 0) continue;
+    if (w.finished || !w.ref.known()) continue;
     util::Status st = cause == StopCause::Failure
                           ? executor_.kill(w.ref)
                           : executor_.notify(w.ref, w.run_dir, options_.config.notice_signal,
@@ -142,17 +143,20 @@ void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string
 
 void ControlPlane::observe_workers(Tx& tx) {
   const util::Time now = clock_.now();
+  executor_.begin_cycle();
   std::vector<util::JobId> ended;
   for (auto& [id, job] : active_) {
     if (job.workers.empty()) continue;
     bool any_running = false;
     for (auto& w : job.workers) {
       if (!w.finished) {
-        w.status = w.ref.pid == 0 ? exec::ProcessStatus{exec::ExitKind::Lost, 0,
+        w.status = !w.ref.known() ? exec::ProcessStatus{exec::ExitKind::Lost, 0,
                                                         "the worker process was never started"}
                                   : executor_.poll(w.ref, w.run_dir);
         w.finished = w.status.kind != exec::ExitKind::Running;
-        if (w.finished && job.stop == StopCause::None && is_failure(w.status)) {
+        if (w.finished && job.stop == StopCause::None && stop_for_outside_end(job, w, tx)) {
+          // The batch system ended it for a reason that is not the job's failure.
+        } else if (w.finished && job.stop == StopCause::None && is_failure(w.status)) {
           job.failure_detail = fmt::format("rank {} {}", w.rank, w.status.detail);
           begin_stop(job, StopCause::Failure, "worker " + job.failure_detail, tx);
         }
@@ -177,6 +181,24 @@ void ControlPlane::observe_workers(Tx& tx) {
   for (auto id : ended) {
     finished_[id] = active_.at(id).rec.state;
     active_.erase(id);
+  }
+}
+
+bool ControlPlane::stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx) {
+  switch (w.status.kind) {
+    case exec::ExitKind::NotStarted:
+      job.launch_refused = true;
+      job.failure_detail = w.status.detail;
+      begin_stop(job, StopCause::Failure, w.status.detail, tx);
+      return true;
+    case exec::ExitKind::Interrupted:
+      begin_stop(job, StopCause::Preempt, w.status.detail, tx, clock_.now());
+      return true;
+    case exec::ExitKind::Cancelled:
+      begin_stop(job, StopCause::Cancel, w.status.detail, tx, clock_.now());
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -256,6 +278,17 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
       if (!job.unreadable_spec.empty()) {
         attempt.outcome = "failed";
         transition(job, model::JobState::Failed, job.unreadable_spec, tx);
+        break;
+      }
+      if (job.launch_refused) {
+        attempt.outcome = "not-started";
+        job.launch_refused = false;
+        job.rec.not_before = now + options_.config.retry_backoff_initial;
+        transition(job, model::JobState::Pending,
+                   fmt::format("{}; requeued (not counted as a failure), next try in {:.0f}s",
+                               job.failure_detail,
+                               util::to_seconds(options_.config.retry_backoff_initial)),
+                   tx);
         break;
       }
       if (job.launch_interrupted) {

@@ -115,11 +115,12 @@ util::Status ControlPlane::recover() {
 }
 
 void ControlPlane::kill_worker(const WorkerProcess& w) {
-  if (w.ref.pid > 0 && !w.finished) (void)executor_.kill(w.ref);
+  if (w.ref.known() && !w.finished) (void)executor_.kill(w.ref);
 }
 
 util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
   const util::JobId id = job.rec.id;
+  ensure_placeholder_nodes(job.rec.placement_json);
   auto placement = placement_from_json(job.rec.placement_json);
   if (placement.is_ok()) job.placement = *placement;
   std::map<int, WorkerProcess> by_rank;
@@ -128,7 +129,8 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     try {
       for (const auto& p : nlohmann::json::parse(attempt->processes_json)) {
         WorkerProcess w{.rank = p.at("rank").get<int>(),
-                        .ref = {p.at("pid").get<int>(), p.at("start_ticks").get<int64_t>()},
+                        .ref = {p.at("pid").get<int>(), p.at("start_ticks").get<int64_t>(),
+                                p.value("batch_job", int64_t{0})},
                         .run_dir = p.at("run_dir").get<std::string>()};
         by_rank[w.rank] = w;
       }
@@ -141,11 +143,11 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     WorkerProcess& w = by_rank[rank];
     w.rank = rank;
     if (w.run_dir.empty()) w.run_dir = run_dir(id, job.rec.attempt, rank).string();
-    if (w.ref.pid == 0) {
-      auto ref = executor_.find(w.run_dir);
+    if (!w.ref.known()) {
+      auto ref = executor_.find_attempt(id, job.rec.attempt, rank, w.run_dir);
       if (ref.is_ok()) w.ref = *ref;
     }
-    if (w.ref.pid != 0) ++found;
+    if (w.ref.known()) ++found;
     job.workers.push_back(w);
   }
   if (!placement.is_ok()) {
@@ -206,7 +208,7 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     }
   }
   for (auto& w : job.workers) {
-    if (w.ref.pid == 0) {
+    if (!w.ref.known()) {
       w.finished = true;
       w.status = {exec::ExitKind::Lost, 0, "lost: no trace of the worker after a server restart"};
       if (job.stop == StopCause::None) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -84,6 +85,36 @@ bool check_worker_isolation(const ServerConfig& config, const std::filesystem::p
   return true;
 }
 
+// The Slurm executor, with this state dir's instance name (made once, kept in slurm-instance):
+// it tags this server's Slurm jobs so that a restart finds them and no other server's.
+util::Result<std::unique_ptr<exec::SlurmExecutor>> open_slurm_executor(
+    const ServerConfig& config, const std::filesystem::path& state_dir,
+    const std::string& wrapper_path) {
+  exec::SlurmOptions so = config.executor.slurm;
+  so.wrapper_path = wrapper_path;
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  const auto path = state_dir / "slurm-instance";
+  std::ifstream in(path);
+  std::getline(in, so.instance);
+  if (so.instance.empty()) {
+    std::random_device rd;
+    so.instance = fmt::format("{:08x}", rd());
+    TY_RETURN_IF_ERROR(write_private_file(path, so.instance + "\n"));
+  }
+  TY_ASSIGN_OR_RETURN(auto ex, exec::SlurmExecutor::open(so));
+  // The first picture before recovery, so stored placements find their nodes; a Slurm that is
+  // down now is asked again every poll interval.
+  for (int i = 0; i < 3; ++i) {
+    auto st = ex->refresh_now();
+    if (st.is_ok()) break;
+    std::fprintf(stderr, "trainyard server: Slurm is not answering yet (%s); retrying\n",
+                 st.message().c_str());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  return ex;
+}
+
 std::string describe_workers(const ServerConfig& config) {
   if (!exec::can_switch_users())
     return fmt::format("as this server's user, uid {} (not isolated; see the warning)",
@@ -142,13 +173,27 @@ int run_server(const ServerOptions& options) {
     std::fprintf(stderr, "trainyard server: --gpus: %s\n", sampler.status().message().c_str());
     return 2;
   }
-  auto executor = exec::make_local_executor({.wrapper_path = options.wrapper_path});
   const std::filesystem::path db = options.state.empty() ? default_state_path() : options.state;
   util::WallClock clock;
   ControlPlaneOptions cp_options{.state_dir = db.parent_path().empty() ? "." : db.parent_path(),
                                  .db_path = db,
                                  .config = config};
-  auto plane = ControlPlane::open(cp_options, **sampler, *executor, clock);
+  exec::ExecutorPtr executor;
+  std::unique_ptr<exec::SlurmExecutor> slurm;
+  if (config.executor.kind == ExecutorKind::Slurm) {
+    auto opened = open_slurm_executor(config, cp_options.state_dir, options.wrapper_path);
+    if (!opened.is_ok()) {
+      std::fprintf(stderr, "trainyard server: %s\n", opened.status().message().c_str());
+      return 1;
+    }
+    slurm = std::move(*opened);
+    cp_options.slurm = slurm.get();
+    cp_options.work_dir = config.executor.slurm.shared_dir;
+  } else {
+    executor = exec::make_local_executor({.wrapper_path = options.wrapper_path});
+  }
+  auto plane = slurm ? ControlPlane::open(cp_options, std::vector<LocalNode>{}, *slurm, clock)
+                     : ControlPlane::open(cp_options, **sampler, *executor, clock);
   if (!plane.is_ok()) {
     std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());
     return 1;
@@ -182,6 +227,12 @@ int run_server(const ServerOptions& options) {
       "%s\nworkers: %s\n",
       url.c_str(), db.c_str(), describe_gpus(**plane).c_str(), config.policy.name.c_str(),
       token_path.c_str(), describe_workers(config).c_str());
+  if (slurm) {
+    const auto& so = slurm->options();
+    std::printf("executor: slurm, partition %s, shared dir %s, instance %s\n",
+                so.partition.empty() ? "(Slurm's default)" : so.partition.c_str(),
+                so.shared_dir.c_str(), so.instance.c_str());
+  }
   if (config.capacity.provider == CapacityProvider::SimCloud) {
     const auto pools = (*plane)->nodes()["pools"];
     std::printf("capacity: simcloud (seed %llu), %zu pool(s)\n",

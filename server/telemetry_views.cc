@@ -128,7 +128,7 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
     if (job.workers.empty()) continue;
     const JobRef ref{.id = id.value(), .name = job.rec.name, .team = job.rec.team};
     for (const auto& w : job.workers)
-      if (w.ref.pid > 0 && !w.finished) p.by_session[w.ref.pid] = ref;
+      if (w.ref.pid > 0 && w.ref.batch_job == 0 && !w.finished) p.by_session[w.ref.pid] = ref;
     auto profile = job.manifest.labels.find(kProfileLabel);
     for (const auto& a : job.placement) {
       const std::string uuid = device_uuid(a);
@@ -142,7 +142,8 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
           .profile = profile != job.manifest.labels.end() ? profile->second : "healthy",
           .start_ms = to_ms(job.rec.started)};
       for (const auto& w : job.workers)
-        if (w.rank == a.worker && w.ref.pid > 0 && !w.finished) load.pids.push_back(w.ref.pid);
+        if (w.rank == a.worker && w.ref.pid > 0 && w.ref.batch_job == 0 && !w.finished)
+          load.pids.push_back(w.ref.pid);
       p.loads[uuid] = std::move(load);
       p.metrics_files[uuid] =
           (run_dir(id, job.rec.attempt, a.worker) / exec::kMetricsFile).string();

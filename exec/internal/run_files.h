@@ -42,6 +42,11 @@ util::Result<ProcessRef> read_pid_file(const std::filesystem::path& run_dir);
 std::string format_exit_status(ExitKind kind, int code);
 // nullopt when the run dir has no complete exit_status file.
 std::optional<ProcessStatus> read_exit_status(const std::filesystem::path& run_dir);
+// Absolute paths (the worker changes directory), the run dir prepared (root's, with the
+// worker's own work and tmp dirs and metrics file), and stale files of an earlier launch in the
+// same run dir removed so they cannot be mistaken for this one's.
+util::Result<WorkerLaunch> prepare_worker(const WorkerLaunch& in);
+
 // Human-readable outcome: "exited with code 3", "killed by SIGKILL".
 std::string describe_exit(ExitKind kind, int code);
 
