@@ -316,7 +316,10 @@ std::string errno_text(std::string_view what) {
 // Makes this process the group's leader and says so in the pid file; its stdout and stderr
 // become the log, so the wrapper's own complaints land beside the worker's output.
 util::Status start_session(const WrapperArgs& a, int log_fd) {
-  if (::setsid() < 0) return util::internal_error(errno_text("setsid"));
+  // Under srun the wrapper already leads a process group of its own (the task's), and setsid()
+  // refuses a group leader: that group is as good, its id is our pid all the same.
+  if (::setsid() < 0 && !(errno == EPERM && ::getpgrp() == ::getpid()))
+    return util::internal_error(errno_text("setsid"));
   ::dup2(log_fd, STDOUT_FILENO);
   ::dup2(log_fd, STDERR_FILENO);
   auto self = internal::read_proc_stat(::getpid());
