@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
+#include "model/slurm_conf_lines.h"
 #include "model/slurm_gres.h"
 #include "model/slurm_hostlist.h"
 
@@ -29,106 +30,6 @@ std::string lower(std::string_view s) {
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
-
-// One logical line: continuations joined, comment removed, split into key=value words.
-struct ConfLine {
-  int line = 0;
-  std::vector<std::pair<std::string, std::string>> words;  // lower-cased key, raw value
-  bool has_equals = true;  // false: the first word had no '=' ("Include /etc/x.conf")
-};
-
-// Drops a '#' comment ("\#" is a literal '#') and trailing '\r'.
-std::string strip_comment(std::string_view raw) {
-  std::string out;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == '\\' && i + 1 < raw.size() && raw[i + 1] == '#') {
-      out += '#';
-      ++i;
-    } else if (raw[i] == '#') {
-      break;
-    } else {
-      out += raw[i];
-    }
-  }
-  while (!out.empty() && (out.back() == '\r' || out.back() == ' ' || out.back() == '\t')) {
-    out.pop_back();
-  }
-  return out;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-class Reader {
- public:
-  Reader(const std::string& text, std::string file) : text_(text), file_(std::move(file)) {}
-
-  util::Status error(int line, std::string_view msg) const {
-    return util::invalid_argument(fmt::format("{}:{}: {}", file_, line, msg));
-  }
-
-  // The next logical line with words, or nullopt at the end.
-  util::Result<std::optional<ConfLine>> next() {
-    while (pos_ < text_.size()) {
-      ConfLine out;
-      out.line = line_ + 1;
-      std::string joined;
-      while (pos_ < text_.size()) {
-        size_t end = text_.find('\n', pos_);
-        if (end == std::string::npos) end = text_.size();
-        std::string part = strip_comment(std::string_view(text_).substr(pos_, end - pos_));
-        pos_ = end + 1;
-        ++line_;
-        const bool continued = !part.empty() && part.back() == '\\';
-        if (continued) part.pop_back();
-        joined += part;
-        if (!continued) break;
-        joined += ' ';
-      }
-      TY_RETURN_IF_ERROR(split_words(joined, out));
-      if (!out.words.empty()) return std::optional<ConfLine>(std::move(out));
-    }
-    return std::optional<ConfLine>();
-  }
-
- private:
-  util::Status split_words(std::string_view s, ConfLine& out) const {
-    size_t i = 0;
-    while (true) {
-      while (i < s.size() && is_space(s[i])) ++i;
-      if (i >= s.size()) break;
-      const size_t key_start = i;
-      while (i < s.size() && !is_space(s[i]) && s[i] != '=') ++i;
-      std::string key = lower(s.substr(key_start, i - key_start));
-      std::string value;
-      if (i < s.size() && s[i] == '=') {
-        ++i;
-        if (i < s.size() && s[i] == '"') {
-          const size_t close = s.find('"', i + 1);
-          if (close == std::string_view::npos)
-            return error(out.line, fmt::format("the value of {} opens a '\"' that is not closed",
-                                               s.substr(key_start, i - 1 - key_start)));
-          value = std::string(s.substr(i + 1, close - i - 1));
-          i = close + 1;
-        } else {
-          const size_t start = i;
-          while (i < s.size() && !is_space(s[i])) ++i;
-          value = std::string(s.substr(start, i - start));
-        }
-      } else if (out.words.empty()) {
-        out.has_equals = false;
-      }
-      out.words.emplace_back(std::move(key), std::move(value));
-    }
-    return util::Status::ok();
-  }
-
-  const std::string& text_;
-  std::string file_;
-  size_t pos_ = 0;
-  int line_ = 0;
-};
 
 using Attrs = std::map<std::string, std::string>;  // lower-cased key -> value
 
@@ -160,9 +61,9 @@ class SlurmConfParser {
 
   util::Result<ClusterConfig> parse(const std::string& text) {
     TY_RETURN_IF_ERROR(check_options());
-    Reader reader(text, file_);
+    SlurmConfLineReader reader(text, file_);
     while (true) {
-      TY_ASSIGN_OR_RETURN(std::optional<ConfLine> line, reader.next());
+      TY_ASSIGN_OR_RETURN(std::optional<SlurmConfLine> line, reader.next());
       if (!line) break;
       TY_RETURN_IF_ERROR(dispatch(*line));
     }
@@ -202,7 +103,7 @@ class SlurmConfParser {
     return util::Status::ok();
   }
 
-  util::Status dispatch(const ConfLine& line) {
+  util::Status dispatch(const SlurmConfLine& line) {
     const std::string& key = line.words.front().first;
     if (key == "include") {
       return error(line.line,
@@ -228,7 +129,7 @@ class SlurmConfParser {
     return util::Status::ok();
   }
 
-  static Attrs attrs(const ConfLine& line) {
+  static Attrs attrs(const SlurmConfLine& line) {
     Attrs out;
     for (size_t i = 1; i < line.words.size(); ++i) out[line.words[i].first] = line.words[i].second;
     if (out.contains("feature")) out["features"] = out["feature"];
@@ -236,7 +137,7 @@ class SlurmConfParser {
     return out;
   }
 
-  util::Status node_line(const ConfLine& line) {
+  util::Status node_line(const SlurmConfLine& line) {
     const std::string& names = line.words.front().second;
     if (names.empty()) return error(line.line, "NodeName= needs node names, e.g. gpu[01-04]");
     if (lower(names) == "default") {
