@@ -223,6 +223,7 @@ struct SlurmExecutor::State {
   std::map<int64_t, util::Duration> ended_seen;  // leader -> steady time first seen ended
   uint64_t cycle = 0;
   uint64_t first_cycle_with_picture = 0;
+  uint64_t forced_cycle = 0;  // the cycle in which poll() last asked Slurm out of turn
 };
 
 SlurmExecutor::SlurmExecutor(SlurmOptions options)
@@ -600,6 +601,11 @@ util::Result<std::vector<ProcessRef>> SlurmExecutor::launch_gang(const GangLaunc
   }
   {
     std::lock_guard lock(state_->mu);
+    // Slurm reuses ids after losing its state: what was known of an earlier job of this id is
+    // not this one's.
+    state_->killed.erase(leader);
+    state_->signaled.erase(leader);
+    state_->ended_seen.erase(leader);
     state_->submitted[leader] = util::WallClock::steady_now();
     state_->by_attempt[{first.job.value(), first.attempt}] = leader;
     state_->polled_cycle[leader] = state_->cycle;
@@ -617,6 +623,22 @@ util::Result<ProcessRef> SlurmExecutor::launch(const WorkerLaunch& w) {
 ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) {
   const int64_t leader = p.batch_job;
   std::optional<ProcessStatus> exited = internal::read_exit_status(run_dir);
+  if (exited && exited->kind == ExitKind::Signaled) {
+    // A rank killed by a signal: was it Slurm ending the job (a node set down, a cancel by
+    // hand)? Ask once per cycle when the picture is older than the worker's end.
+    bool ask = false;
+    {
+      std::lock_guard lock(state_->mu);
+      std::error_code ec;
+      const auto mtime = fs::last_write_time(run_dir / kExitStatusFile, ec);
+      const auto ended =
+          ec ? util::Time{}
+             : std::chrono::time_point_cast<util::Duration>(std::chrono::file_clock::to_sys(mtime));
+      ask = state_->forced_cycle != state_->cycle && ended >= state_->picture_wall;
+      if (ask) state_->forced_cycle = state_->cycle;
+    }
+    if (ask) (void)refresh_now();
+  }
   std::unique_lock lock(state_->mu);
   State& st = *state_;
   st.polled_cycle[leader] = st.cycle;
@@ -628,21 +650,68 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
                                           options_.poll_interval * 3 + std::chrono::seconds(10);
   }();
   if (exited) {
-    // Cancelled by hand: the worker may well have exited (after SIGTERM) before Slurm's
-    // answer arrived; the cancel decides.
-    if (it != st.ours.end() && it->second.state == "CANCELLED" && !st.killed.contains(leader))
-      return {ExitKind::Cancelled, 0,
-              fmt::format("Slurm job {} was cancelled outside trainyard (scancel)", leader)};
+    // Killed by Slurm's own hand: the worker died of the SIGTERM before Slurm's answer came;
+    // the job's state in Slurm says why.
+    if (it != st.ours.end() && exited->kind == ExitKind::Signaled && !st.killed.contains(leader)) {
+      const State::OurJob& o = it->second;
+      if (o.state == "CANCELLED")
+        return {ExitKind::Cancelled, 0,
+                fmt::format("Slurm job {} was cancelled outside trainyard (scancel)", leader)};
+      if (is_pending(o.state)) {
+        // Slurm requeued it (its node went down): it must never run this attempt again.
+        st.killed.insert(leader);
+        lock.unlock();
+        (void)slurm_command(options_, "scancel", {std::to_string(leader)});
+        return {ExitKind::Interrupted, 0,
+                fmt::format("interrupted: Slurm requeued job {} ({}); cancelled it, trainyard "
+                            "places the attempt again",
+                            leader, o.reason)};
+      }
+      if (o.state == "NODE_FAIL" || o.state == "BOOT_FAIL" || o.state == "PREEMPTED")
+        return {ExitKind::Interrupted, 0,
+                fmt::format("interrupted: Slurm ended job {} on {} ({}{})", leader,
+                            o.nodes.empty() ? "its node" : o.nodes, o.state,
+                            o.reason.empty() || o.reason == "None" ? "" : ", " + o.reason)};
+    }
     return *exited;
   }
   if (!st.view.reachable || !st.have_picture) return running();
   if (it == st.ours.end()) {
     if (submitted_recently) return running();
-    return {ExitKind::Lost, 0,
-            fmt::format("lost: Slurm no longer knows job {} and the worker left no exit status",
+    // Not the job's doing (slurmctld lost its state, or purged the record): run it again.
+    return {ExitKind::Interrupted, 0,
+            fmt::format("interrupted: Slurm no longer knows job {} and the worker left no exit "
+                        "status",
                         leader)};
   }
   const State::OurJob& o = it->second;
+  // Pending although its wrapper started before Slurm's answer was taken (with a margin for
+  // clocks): Slurm put it back in its queue. A picture older than the start says nothing.
+  bool started_once = false;
+  const bool requeued = [&] {
+    if (!is_pending(o.state)) return false;
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(run_dir / kPidFile, ec);
+    if (ec) return false;
+    started_once = true;
+    const auto started =
+        std::chrono::time_point_cast<util::Duration>(std::chrono::file_clock::to_sys(mtime));
+    return started + std::chrono::seconds(2) < st.picture_wall;
+  }();
+  if (requeued) {
+    // It ran, and Slurm put it back in its queue (its node went down): this attempt must never
+    // run twice, so it is cancelled and trainyard places the job again.
+    const std::string why = fmt::format(
+        "interrupted: Slurm requeued job {} ({} {}); cancelled it, trainyard places the job again",
+        leader, o.state, o.reason);
+    if (!st.killed.contains(leader)) {
+      st.killed.insert(leader);
+      lock.unlock();
+      (void)slurm_command(options_, "scancel", {std::to_string(leader)});
+    }
+    return {ExitKind::Interrupted, 0, why};
+  }
+  if (is_pending(o.state) && started_once) return running();  // the next picture decides
   if (is_pending(o.state)) {
     const auto now_s =
         static_cast<int64_t>(util::to_seconds(util::WallClock().now().time_since_epoch()));
@@ -696,6 +765,15 @@ util::Status SlurmExecutor::notify(const ProcessRef& p, const fs::path& run_dir,
   std::string text(reason);
   if (text.empty() || text.back() != '\n') text += '\n';
   TY_RETURN_IF_ERROR(internal::write_file_atomically(run_dir / kNoticeFile, text, false));
+  // One scancel reaches every rank of the attempt at once, so every rank's notice file must be
+  // there before it: they all say the same (the attempt's reason and deadline).
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run_dir.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("rank-") || entry.path() == run_dir || !entry.is_directory(ec)) continue;
+    if (!internal::read_exit_status(entry.path()))
+      (void)internal::write_file_atomically(entry.path() / kNoticeFile, text, false);
+  }
   const char* word = signal_word(signal);
   if (word == nullptr)
     return util::invalid_argument(fmt::format("signal {} not supported", signal));

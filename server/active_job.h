@@ -45,6 +45,9 @@ struct ActiveJob {
   // Set when the executor could not start the attempt now (Slurm refused it or kept it
   // pending): requeued without counting a failure, after the initial retry delay.
   bool launch_refused = false;
+  // Set when the executor reported the attempt's node failed or its batch system requeued it:
+  // requeued like a preemption, recorded as "interrupted".
+  bool interrupted = false;
   // Commit time of the job's newest checkpoint, read from its checkpoint directory at most
   // every few seconds while it runs (the scheduler prefers victims with fresh ones).
   util::Time last_checkpoint{};

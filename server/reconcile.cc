@@ -192,6 +192,7 @@ bool ControlPlane::stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, 
       begin_stop(job, StopCause::Failure, w.status.detail, tx);
       return true;
     case exec::ExitKind::Interrupted:
+      job.interrupted = true;
       begin_stop(job, StopCause::Preempt, w.status.detail, tx, clock_.now());
       return true;
     case exec::ExitKind::Cancelled:
@@ -261,7 +262,9 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
       }
       break;
     case StopCause::Preempt:
-      attempt.outcome = job.interrupted_node.empty() ? "preempted" : "interrupted";
+      attempt.outcome =
+          job.interrupted_node.empty() && !job.interrupted ? "preempted" : "interrupted";
+      job.interrupted = false;
       job.interrupted_node.clear();
       transition(job, model::JobState::Pending,
                  stop_reason + "; requeued, resumes from its checkpoint dir", tx);
