@@ -43,14 +43,20 @@ Runner add_nodes(CLI::App& app) {
       for (const auto& n : (*r)["items"]) {
         const std::string zone = n.value("zone", "");
         const double price = n.value("pricePerHour", 0.0);
-        rows.push_back(
-            {cell(n["name"]), n["gpuModel"].get<std::string>().empty() ? "-" : cell(n["gpuModel"]),
-             fmt::format("{}/{}", cell(n["gpusInUse"]), cell(n["gpus"])),
-             n["simulated"].get<bool>() ? "simulated" : "real", n["mig"].get<bool>() ? "yes" : "no",
-             fmt::format("{}", n["cpuMilli"].get<int64_t>() / 1000),
-             fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30), n.value("pool", "-"),
-             zone.empty() ? "-" : zone, n.value("state", "ready"),
-             price > 0 ? fmt::format("{:.4f}", price) : "-"});
+        rows.push_back({cell(n["name"]),
+                        n["gpuModel"].get<std::string>().empty() ? "-" : cell(n["gpuModel"]),
+                        fmt::format("{}/{}", cell(n["gpusInUse"]), cell(n["gpus"])),
+                        n.value("executor", "") == "slurm" ? "slurm"
+                        : n["simulated"].get<bool>()       ? "simulated"
+                                                           : "real",
+                        n["mig"].get<bool>() ? "yes" : "no",
+                        fmt::format("{}", n["cpuMilli"].get<int64_t>() / 1000),
+                        fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30),
+                        n.value("pool", "-"), zone.empty() ? "-" : zone,
+                        n.contains("problem") ? fmt::format("{} ({})", n.value("state", "ready"),
+                                                            n["problem"].get<std::string>())
+                                              : n.value("state", "ready"),
+                        price > 0 ? fmt::format("{:.4f}", price) : "-"});
       }
       std::cout << render_table(
           {"NAME", "GPU", "IN USE", "KIND", "MIG", "CPU", "MEMORY", "POOL", "ZONE", "STATE", "$/H"},
