@@ -112,6 +112,7 @@ class SlurmE2E(unittest.TestCase):
     def test_3_gpus_held_outside_trainyard_count_as_busy(self):
         c = self.cluster
         foreign = c.run("sbatch", "--parsable", "-w", "n1", "--gres=gpu:2", "-J", "someone-else",
+                        "--output=/dev/null",
                         "--wrap", "sleep 300").stdout.strip().split(";")[0]
         try:
             sh.wait_for(lambda: self.nodes()["n1"].get("gpusHeldOutside") == 2, timeout=20,
