@@ -127,6 +127,14 @@ class Executor {
     (void)gang;
     return util::failed_precondition("this executor starts workers one by one");
   }
+  // A better name for `p` once the executor knows one (a worker adopted while its batch system
+  // did not answer, whose batch job is known now); nullopt when `p` stays as it is.
+  virtual std::optional<ProcessRef> resolved(const ProcessRef& p,
+                                             const std::filesystem::path& run_dir) {
+    (void)p;
+    (void)run_dir;
+    return std::nullopt;
+  }
   // find() for the worker `rank` of `attempt` of `job`: an executor that can ask its batch
   // system for the attempt's job does so when the run dir has no pid file yet.
   virtual util::Result<ProcessRef> find_attempt(util::JobId job, int attempt, int rank,

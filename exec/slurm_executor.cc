@@ -223,7 +223,10 @@ struct SlurmExecutor::State {
   std::map<int64_t, util::Duration> ended_seen;  // leader -> steady time first seen ended
   uint64_t cycle = 0;
   uint64_t first_cycle_with_picture = 0;
-  uint64_t forced_cycle = 0;  // the cycle in which poll() last asked Slurm out of turn
+  uint64_t forced_cycle = 0;      // the cycle in which poll() last asked Slurm out of turn
+  util::Duration last_failure{};  // steady time of the last refresh that failed
+  // Workers adopted while Slurm did not answer: run dir -> (job, attempt).
+  std::map<std::string, std::pair<int64_t, int>> unresolved;
 };
 
 SlurmExecutor::SlurmExecutor(SlurmOptions options)
@@ -358,6 +361,7 @@ util::Status SlurmExecutor::refresh_now() {
                   util::to_seconds(options_.poll_interval));
     st.view.reachable = false;
     st.view.error = failure.message();
+    st.last_failure = util::WallClock::steady_now();
     return failure;
   }
   if (!st.view.reachable && st.have_picture) TY_LOG_INFO("Slurm answers again");
@@ -621,8 +625,17 @@ util::Result<ProcessRef> SlurmExecutor::launch(const WorkerLaunch& w) {
 }
 
 ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) {
-  const int64_t leader = p.batch_job;
   std::optional<ProcessStatus> exited = internal::read_exit_status(run_dir);
+  const int64_t leader = resolve(p, run_dir);
+  if (leader == 0) {
+    // Adopted while Slurm did not answer, and Slurm still has not named its job.
+    if (exited) return *exited;
+    std::lock_guard lock(state_->mu);
+    if (!state_->view.reachable || !state_->have_picture) return {ExitKind::Running, 0, "running"};
+    return {ExitKind::Interrupted, 0,
+            "interrupted: Slurm has no job for this attempt after the server restarted and the "
+            "worker left no exit status"};
+  }
   if (exited && exited->kind == ExitKind::Signaled) {
     // A rank killed by a signal: was it Slurm ending the job (a node set down, a cancel by
     // hand)? Ask once per cycle when the picture is older than the worker's end.
@@ -759,7 +772,9 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
 
 util::Status SlurmExecutor::notify(const ProcessRef& p, const fs::path& run_dir, int signal,
                                    std::string_view reason) {
-  const int64_t leader = p.batch_job;
+  const int64_t leader = resolve(p, run_dir);
+  if (leader == 0)
+    return util::unavailable("the worker's Slurm job is not known yet (Slurm does not answer)");
   if (internal::read_exit_status(run_dir))
     return util::not_found(fmt::format("worker of Slurm job {} is no longer running", leader));
   std::string text(reason);
@@ -812,6 +827,15 @@ util::Status SlurmExecutor::kill(const ProcessRef& p) {
   return util::Status::ok();
 }
 
+std::optional<ProcessRef> SlurmExecutor::resolved(const ProcessRef& p, const fs::path& run_dir) {
+  if (p.batch_job != kUnresolvedBatchJob) return std::nullopt;
+  const int64_t leader = resolve(p, run_dir);
+  if (leader <= 0) return std::nullopt;
+  ProcessRef r = p;
+  r.batch_job = leader;
+  return r;
+}
+
 util::Result<ProcessRef> SlurmExecutor::find(const fs::path& run_dir) {
   return internal::read_pid_file(run_dir);
 }
@@ -820,14 +844,24 @@ util::Result<ProcessRef> SlurmExecutor::find_attempt(util::JobId job, int attemp
                                                      const fs::path& run_dir) {
   (void)rank;
   bool have = false;
+  bool asked_lately = false;
   {
     std::lock_guard lock(state_->mu);
     have = state_->have_picture && state_->view.reachable;
+    asked_lately = util::WallClock::steady_now() - state_->last_failure < options_.poll_interval;
   }
-  if (!have) TY_RETURN_IF_ERROR(refresh_now());
+  // One question per poll interval, not one per job, while Slurm does not answer.
+  if (!have && !asked_lately) have = refresh_now().is_ok();
   ProcessRef ref;
   if (auto pid = internal::read_pid_file(run_dir); pid.is_ok()) ref = *pid;
   std::lock_guard lock(state_->mu);
+  if (!have) {
+    // Slurm does not answer (the server restarted while slurmctld is down): the attempt may
+    // well run. It is followed by its tag until Slurm answers; never taken for lost now.
+    state_->unresolved[run_dir.string()] = {job.value(), attempt};
+    ref.batch_job = kUnresolvedBatchJob;
+    return ref;
+  }
   auto it = state_->by_attempt.find({job.value(), attempt});
   if (it == state_->by_attempt.end())
     return util::not_found(
@@ -835,6 +869,27 @@ util::Result<ProcessRef> SlurmExecutor::find_attempt(util::JobId job, int attemp
   ref.batch_job = it->second;
   state_->polled_cycle[it->second] = state_->cycle;
   return ref;
+}
+
+int64_t SlurmExecutor::resolve(const ProcessRef& p, const fs::path& run_dir) {
+  if (p.batch_job != kUnresolvedBatchJob) return p.batch_job;
+  std::lock_guard lock(state_->mu);
+  auto u = state_->unresolved.find(run_dir.string());
+  if (u == state_->unresolved.end()) {
+    // After another restart: the run dir names the attempt (jobs/<id>/attempt-<n>/rank-<r>).
+    const std::string a = run_dir.parent_path().filename().string();
+    const std::string j = run_dir.parent_path().parent_path().filename().string();
+    try {
+      if (!a.starts_with("attempt-")) return 0;
+      u = state_->unresolved
+              .emplace(run_dir.string(), std::make_pair(std::stoll(j), std::stoi(a.substr(8))))
+              .first;
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  auto it = state_->by_attempt.find(u->second);
+  return it == state_->by_attempt.end() ? 0 : it->second;
 }
 
 }  // namespace trainyard::exec

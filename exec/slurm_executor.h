@@ -24,6 +24,10 @@
 
 namespace trainyard::exec {
 
+// ProcessRef::batch_job of a worker adopted after a restart while Slurm did not answer: its Slurm
+// job is looked up by its attempt once Slurm answers.
+inline constexpr int64_t kUnresolvedBatchJob = -1;
+
 struct SlurmOptions {
   std::string partition;             // -p; empty = Slurm's default partition
   std::filesystem::path shared_dir;  // run dirs and checkpoints; mounted on every node
@@ -83,6 +87,8 @@ class SlurmExecutor final : public Executor {
                       std::string_view reason) override;
   util::Status kill(const ProcessRef& p) override;
   util::Result<ProcessRef> find(const std::filesystem::path& run_dir) override;
+  std::optional<ProcessRef> resolved(const ProcessRef& p,
+                                     const std::filesystem::path& run_dir) override;
   util::Result<ProcessRef> find_attempt(util::JobId job, int attempt, int rank,
                                         const std::filesystem::path& run_dir) override;
 
@@ -94,6 +100,9 @@ class SlurmExecutor final : public Executor {
 
  private:
   explicit SlurmExecutor(SlurmOptions options);
+  // The Slurm job of `p`: its own, or for a worker adopted while Slurm did not answer
+  // (kUnresolvedBatchJob), the one Slurm lists for its attempt now; 0 while unknown.
+  int64_t resolve(const ProcessRef& p, const std::filesystem::path& run_dir);
   struct State;
   SlurmOptions options_;
   std::unique_ptr<State> state_;

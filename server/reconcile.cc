@@ -150,6 +150,7 @@ void ControlPlane::observe_workers(Tx& tx) {
     bool any_running = false;
     for (auto& w : job.workers) {
       if (!w.finished) {
+        if (auto better = executor_.resolved(w.ref, w.run_dir)) w.ref = *better;
         w.status = !w.ref.known() ? exec::ProcessStatus{exec::ExitKind::Lost, 0,
                                                         "the worker process was never started"}
                                   : executor_.poll(w.ref, w.run_dir);

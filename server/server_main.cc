@@ -104,14 +104,12 @@ util::Result<std::unique_ptr<exec::SlurmExecutor>> open_slurm_executor(
   }
   TY_ASSIGN_OR_RETURN(auto ex, exec::SlurmExecutor::open(so));
   // The first picture before recovery, so stored placements find their nodes; a Slurm that is
-  // down now is asked again every poll interval.
-  for (int i = 0; i < 3; ++i) {
-    auto st = ex->refresh_now();
-    if (st.is_ok()) break;
-    std::fprintf(stderr, "trainyard server: Slurm is not answering yet (%s); retrying\n",
+  // down now is asked again every poll interval, and recovery adopts what the store names.
+  if (auto st = ex->refresh_now(); !st.is_ok())
+    std::fprintf(stderr,
+                 "trainyard server: Slurm is not answering (%s); starting anyway, nothing new "
+                 "starts until it answers\n",
                  st.message().c_str());
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-  }
   return ex;
 }
 

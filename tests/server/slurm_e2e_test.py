@@ -192,8 +192,9 @@ class SlurmE2E(unittest.TestCase):
     def test_7_node_set_down_requeues_its_jobs(self):
         c = self.cluster
         jid = self.submit(job_spec("on-a-node", "echo on $SLURMD_NODENAME; sleep 60", gpus=2))
-        sh.wait_for(lambda: self.server.job(jid)["state"] == "running", timeout=40,
-                    what="running")
+        # Running in Slurm, not only submitted (a node that fails before the start ends the
+        # attempt as not-started instead).
+        sh.wait_for(lambda: "on n" in self.server.logs(jid), timeout=40, what="the rank's output")
         node = self.server.job(jid)["placement"][0]["node"]
         try:
             c.run("scontrol", "update", f"nodename={node}", "state=down", "reason=e2e")
@@ -229,6 +230,26 @@ class SlurmE2E(unittest.TestCase):
         self.assertEqual(j["attempt"], 1, "the job ran through both restarts")
         self.assertEqual(s.wait(queued, timeout=60)["state"], "succeeded")
         self.assertIn("finished", s.logs(jid))
+
+
+    def test_9_server_restarts_while_slurm_is_down(self):
+        s, c = self.server, self.cluster
+        jid = self.submit(job_spec("outlives-both", "echo started; sleep 30; echo finished",
+                                   workers=2, gpus=1))
+        sh.wait_for(lambda: "started" in s.logs(jid), timeout=40, what="running in Slurm")
+        before = self.slurm_ids_of(jid, 1)
+        s.kill9()
+        sh.kill_ctld(c)
+        s.start()  # Slurm does not answer: the server starts anyway and adopts what it stored
+        self.assertEqual(s.job(jid)["state"], "running")
+        time.sleep(2)
+        self.assertEqual(s.job(jid)["state"], "running", "never taken for lost while Slurm is away")
+        sh.start_ctld(c)
+        j = s.wait(jid, timeout=60)
+        self.assertEqual(j["state"], "succeeded", j)
+        self.assertEqual(j["attempt"], 1, j)
+        self.assertEqual(self.slurm_ids_of(jid, 1), before)
+        self.assertEqual(self.slurm_ids_of(jid, 2), [])
 
 
 class SlurmUnmappedGres(unittest.TestCase):

@@ -88,7 +88,8 @@ def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, **
     os.chmod(shared, 0o711)
     config = (f"reconcileIntervalSeconds: 0.1\n"
               f"executor:\n  kind: slurm\n  partition: gpu\n  sharedDir: {shared}\n"
-              f"  slurmConf: {cluster.conf}\n  pollSeconds: {poll_seconds}\n") + config_extra
+              f"  slurmConf: {cluster.conf}\n  pollSeconds: {poll_seconds}\n"
+              f"  commandTimeoutSeconds: 5\n") + config_extra
     server = Server(config=config, **kw)
     server.shared_dir = shared
     return server
