@@ -252,6 +252,26 @@ class SlurmE2E(unittest.TestCase):
         self.assertEqual(self.slurm_ids_of(jid, 2), [])
 
 
+    def test_10_slurm_that_will_not_start_it_requeues_with_the_reason(self):
+        s, c = self.server, self.cluster
+        c.run("scontrol", "update", "partitionname=gpu", "state=down")
+        try:
+            jid = self.submit(job_spec("refused", "echo finally", gpus=1))
+            sh.wait_for(lambda: any("Slurm did not start job" in e["reason"]
+                                    for e in s.job(jid)["events"]), timeout=40,
+                        what="the refusal in the job's events")
+            j = s.job(jid)
+            self.assertEqual(j["failures"], 0, "not the job's failure")
+            self.assertEqual(j["attempts"][0]["outcome"], "not-started", j["attempts"][0])
+            self.assertTrue(any("PartitionDown" in e["reason"] for e in j["events"]), j["events"])
+        finally:
+            c.run("scontrol", "update", "partitionname=gpu", "state=up", check=False)
+        j = s.wait(jid, timeout=60)
+        self.assertEqual(j["state"], "succeeded", j)
+        self.assertIn("finally", s.logs(jid))
+        self.assertEqual(j["failures"], 0)
+
+
 class SlurmUnmappedGres(unittest.TestCase):
     def test_gres_type_without_mapping(self):
         why = sh.available()
