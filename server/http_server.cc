@@ -280,7 +280,10 @@ void Router::add(std::string method, const std::string& path_pattern, Handler ha
 }
 
 const Handler* Router::find(Request& req) const {
-  const std::string_view method = req.method == "HEAD" ? "GET" : req.method;
+  // Both arms string_view: with "GET" against a std::string the ternary would make a temporary
+  // string, and the view would outlive it.
+  const std::string_view method =
+      req.method == "HEAD" ? std::string_view("GET") : std::string_view(req.method);
   for (const Route& r : routes_) {
     if (r.method != method) continue;
     std::smatch m;
