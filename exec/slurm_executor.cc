@@ -321,6 +321,32 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// What this executor remembers of a Slurm job (its sbatch, cancel, notice, last poll) is
+// dropped once Slurm no longer lists the job and it was not submitted lately: a server that
+// runs for months keeps no record per job it ever ran.
+template <typename State>
+void forget_ended_jobs(State& st) {
+  const util::Duration now = util::WallClock::steady_now();
+  auto gone = [&](int64_t leader) {
+    if (st.ours.contains(leader)) return false;
+    auto s = st.submitted.find(leader);
+    return s == st.submitted.end() || now - s->second > std::chrono::minutes(10);
+  };
+  std::erase_if(st.submitted, [&](const auto& kv) { return gone(kv.first); });
+  std::erase_if(st.killed, [&](int64_t leader) { return gone(leader); });
+  std::erase_if(st.signaled, [&](const auto& kv) { return gone(kv.first); });
+  std::erase_if(st.polled_cycle, [&](const auto& kv) { return gone(kv.first); });
+  std::erase_if(st.ended_seen, [&](const auto& kv) { return gone(kv.first); });
+}
+
+}  // namespace
+
+void SlurmExecutor::forget_ended(State& st) {
+  forget_ended_jobs(st);
+}
+
 util::Status SlurmExecutor::refresh_now() {
   auto q = slurm_command(options_, "squeue", {"--json", "--all"});
   util::Status failure = util::Status::ok();
@@ -470,6 +496,7 @@ util::Status SlurmExecutor::refresh_now() {
     view.nodes.push_back(std::move(v));
   }
   st.view = std::move(view);
+  forget_ended(st);
   return util::Status::ok();
 }
 
