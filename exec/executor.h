@@ -35,6 +35,10 @@ inline constexpr const char* kLogFile = "output.log";
 // (docs/job-contract.md).
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 inline constexpr const char* kNoticeFile = "preempt_notice";  // written when notice is given
+// The newest readings of the worker's GPUs, written by its wrapper under a batch system
+// (docs/slurm.md): {"node", "time_ms", "samples": [GpuSample as JSON, in CUDA_VISIBLE_DEVICES
+// order]}.
+inline constexpr const char* kGpuSamplesFile = "gpu-samples.json";
 // The worker's own directories in its run dir: its default working directory (and HOME when its
 // user has none), and its TMPDIR. Owned by the worker's user; everything else there is root's.
 inline constexpr const char* kWorkDir = "work";

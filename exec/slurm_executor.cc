@@ -586,6 +586,14 @@ util::Result<std::vector<ProcessRef>> SlurmExecutor::launch_gang(const GangLaunc
           argv[k + 1] = (prepared[rank].run_dir / kWorkerEnvFile).string();
           argv.insert(argv.begin() + static_cast<long>(k) + 2,
                       {"--pass-env", "CUDA_VISIBLE_DEVICES,SLURM_JOB_ID,SLURMD_NODENAME"});
+          if (!options_.gpu_sampler.empty() && options_.gpu_sampler != "none" && g > 0) {
+            const auto ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(options_.sample_interval)
+                    .count();
+            argv.insert(argv.begin() + static_cast<long>(k) + 4,
+                        {"--gpu-sampler", options_.gpu_sampler, "--sample-ms",
+                         std::to_string(std::max<int64_t>(10, ms))});
+          }
           break;
         }
       }

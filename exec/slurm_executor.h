@@ -43,6 +43,10 @@ struct SlurmOptions {
   // Per-worker memory when the spec asks for none (MB); 0 = leave it to Slurm's defaults.
   int64_t default_memory_mb = 0;
   std::map<std::string, std::string> gres_types;  // GRES type -> accelerator, over the table
+  // How each rank's wrapper reads its node's GPUs for the server's telemetry ("auto": NVML
+  // when it loads there; "none"; "sim:..." synthetic GPUs for tests), and how often.
+  std::string gpu_sampler = "auto";
+  util::Duration sample_interval = std::chrono::seconds(1);
 };
 
 // A node as the scheduler needs it, from Slurm's picture.

@@ -27,6 +27,9 @@
 #include "exec/executor.h"
 #include "exec/internal/run_files.h"
 #include "exec/internal/worker_command.h"
+#include "telemetry/gpu_sample_json.h"
+#include "telemetry/gpu_sampler.h"
+#include "util/clock.h"
 
 extern char** environ;
 
@@ -52,6 +55,10 @@ struct WrapperArgs {
   // Names copied from the wrapper's own environment into the worker's, over the server's
   // values: what a batch system sets on the node (Slurm's CUDA_VISIBLE_DEVICES, SLURM_JOB_ID).
   std::vector<std::string> pass_env;
+  // Under a batch system: sample the GPUs this worker sees (CUDA_VISIBLE_DEVICES) with this
+  // sampler spec every sample_ms into run_dir/gpu-samples.json, for the server to read.
+  std::string gpu_sampler;
+  int sample_ms = 1000;
   std::vector<char*> argv;  // nullptr-terminated
 };
 
@@ -101,6 +108,11 @@ util::Status parse_option(std::string_view flag, std::string_view value, Wrapper
       if (comma > 0) a.pass_env.emplace_back(value.substr(0, comma));
       value.remove_prefix(std::min(value.size(), comma + 1));
     }
+  } else if (flag == "--gpu-sampler") {
+    a.gpu_sampler = value;
+  } else if (flag == "--sample-ms") {
+    if (!parse_number(value, a.sample_ms) || a.sample_ms < 10)
+      return util::invalid_argument("--sample-ms wants milliseconds >= 10");
   } else if (flag == "--env-fd") {
     if (!parse_number(value, a.env_fd) || a.env_fd < 0)
       return util::invalid_argument("--env-fd wants a file descriptor number");
@@ -259,14 +271,71 @@ void drain_available(int fd, CappedLog& log) {
   }
 }
 
+// The worker's GPUs, sampled for the server (docs/slurm.md): the sampler's readings of the
+// devices in CUDA_VISIBLE_DEVICES (indices or UUIDs), in that order, written whole to
+// run_dir/gpu-samples.json. A sampler that cannot start writes nothing and is not retried.
+class GpuReporter {
+ public:
+  GpuReporter(const WrapperArgs& a) : run_dir_(a.run_dir) {
+    if (a.gpu_sampler.empty() || a.gpu_sampler == "none") return;
+    const char* visible = ::getenv("CUDA_VISIBLE_DEVICES");
+    if (visible == nullptr || *visible == '\0') return;
+    std::string_view v(visible);
+    while (!v.empty()) {
+      const size_t comma = std::min(v.find(','), v.size());
+      if (comma > 0) visible_.emplace_back(v.substr(0, comma));
+      v.remove_prefix(std::min(v.size(), comma + 1));
+    }
+    auto sampler = telemetry::make_gpu_sampler(a.gpu_sampler);
+    // "auto" on a node without a driver gives a sampler of no GPUs: nothing to report.
+    if (sampler.is_ok() && (*sampler)->kind() != "none") sampler_ = std::move(*sampler);
+  }
+  bool active() const { return sampler_ != nullptr; }
+  void report() {
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               util::WallClock().now().time_since_epoch())
+                               .count();
+    auto samples = sampler_->sample(now_ms);
+    if (!samples.is_ok()) return;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& want : visible_) {
+      for (const auto& s : *samples) {
+        const bool match = s.uuid == want || (!s.is_mig && std::to_string(s.index) == want);
+        if (match) out.push_back(telemetry::sample_to_json(s));
+      }
+    }
+    const char* node = ::getenv("SLURMD_NODENAME");
+    nlohmann::json doc = {{"node", node ? node : ""}, {"time_ms", now_ms}, {"samples", out}};
+    (void)internal::write_file_atomically(run_dir_ / kGpuSamplesFile, doc.dump(), false);
+  }
+
+ private:
+  fs::path run_dir_;
+  std::vector<std::string> visible_;
+  telemetry::GpuSamplerPtr sampler_;
+};
+
 // Copies the worker's output into the log until the worker exits; returns its wait status.
-// SIGCHLD arrives through `child_signal` (a signalfd), so neither event can be missed.
-int copy_until_exit(pid_t worker, int output_fd, int child_signal, CappedLog& log) {
+// SIGCHLD arrives through `child_signal` (a signalfd), so neither event can be missed. With an
+// active `gpus`, its readings are written every `sample_ms` meanwhile.
+int copy_until_exit(pid_t worker, int output_fd, int child_signal, CappedLog& log,
+                    GpuReporter& gpus, int sample_ms) {
   pollfd fds[2] = {{output_fd, POLLIN, 0}, {child_signal, POLLIN, 0}};
   char buf[65536];
   int wstatus = 0;
+  util::Duration next_report = util::WallClock::steady_now();
   while (fds[0].fd >= 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int timeout = -1;
+    if (gpus.active()) {
+      const util::Duration now = util::WallClock::steady_now();
+      if (now >= next_report) {
+        gpus.report();
+        next_report = now + std::chrono::milliseconds(sample_ms);
+      }
+      timeout = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_report - now).count() + 1);
+    }
+    if (::poll(fds, 2, timeout) < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -378,7 +447,8 @@ int run(const WrapperArgs& a) {
   if (worker == 0) exec_worker(a, output[1], env);
   ::close(output[1]);
   CappedLog log(log_fd, a.log_cap);
-  int wstatus = copy_until_exit(worker, output[0], child_signal, log);
+  GpuReporter gpus(a);
+  int wstatus = copy_until_exit(worker, output[0], child_signal, log, gpus, a.sample_ms);
   return record_wait_status(a.run_dir, wstatus);
 }
 

@@ -87,34 +87,7 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
                                                                const util::Clock& clock) {
   TY_ASSIGN_OR_RETURN(auto devices, sampler.devices());
   TY_ASSIGN_OR_RETURN(auto cp, open(options, nodes_from_devices(devices), executor, clock));
-  const TelemetryConfig& t = options.config.telemetry;
-  ControlPlane* plane = cp.get();
-  if (options.config.alerts.enabled)
-    cp->alerts_ = std::make_unique<AlertService>(
-        options.config.alerts, [plane](const std::vector<telemetry::AlertTransition>& transitions) {
-          plane->append_alert_events(transitions);
-        });
-  AlertService* alerts = cp->alerts_.get();
-  cp->recorder_ = std::make_unique<TelemetryRecorder>(
-      sampler, clock,
-      TelemetryRecorderOptions{
-          .interval = t.interval,
-          .ring_samples = t.ring_samples,
-          .retention_days = t.retention_days,
-          // One transaction a minute through the group committer: it shares an fsync with the
-          // loop's commits instead of competing with them for SQLite's write lock.
-          .sink =
-              [plane](const std::vector<store::TelemetryMinute>& rows, util::Time prune_before) {
-                return plane->committer_->commit([&](store::Store& s) -> util::Status {
-                  TY_RETURN_IF_ERROR(s.put_telemetry_minutes(rows));
-                  return s.prune_telemetry(prune_before).status();
-                });
-              },
-          // Alerts are judged on every round, on the recorder's thread: the loop never waits.
-          .on_round =
-              [alerts](int64_t now_ms, const std::vector<AttributedSample>& round) {
-                if (alerts != nullptr) alerts->on_round(now_ms, round);
-              }});
+  cp->record_telemetry_from(sampler);
   return cp;
 }
 
@@ -165,6 +138,38 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   TY_RETURN_IF_ERROR(cp->recover());
   TY_RETURN_IF_ERROR(cp->restore_cost());
   return cp;
+}
+
+void ControlPlane::record_telemetry_from(telemetry::GpuSampler& sampler) {
+  const TelemetryConfig& t = options_.config.telemetry;
+  ControlPlane* plane = this;
+  if (options_.config.alerts.enabled)
+    alerts_ = std::make_unique<AlertService>(
+        options_.config.alerts,
+        [plane](const std::vector<telemetry::AlertTransition>& transitions) {
+          plane->append_alert_events(transitions);
+        });
+  AlertService* alerts = alerts_.get();
+  recorder_ = std::make_unique<TelemetryRecorder>(
+      sampler, clock_,
+      TelemetryRecorderOptions{
+          .interval = t.interval,
+          .ring_samples = t.ring_samples,
+          .retention_days = t.retention_days,
+          // One transaction a minute through the group committer: it shares an fsync with the
+          // loop's commits instead of competing with them for SQLite's write lock.
+          .sink =
+              [plane](const std::vector<store::TelemetryMinute>& rows, util::Time prune_before) {
+                return plane->committer_->commit([&](store::Store& s) -> util::Status {
+                  TY_RETURN_IF_ERROR(s.put_telemetry_minutes(rows));
+                  return s.prune_telemetry(prune_before).status();
+                });
+              },
+          // Alerts are judged on every round, on the recorder's thread: the loop never waits.
+          .on_round =
+              [alerts](int64_t now_ms, const std::vector<AttributedSample>& round) {
+                if (alerts != nullptr) alerts->on_round(now_ms, round);
+              }});
 }
 
 std::filesystem::path ControlPlane::run_dir(util::JobId id, int attempt, int rank) const {

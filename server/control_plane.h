@@ -29,6 +29,7 @@
 #include "server/active_job.h"
 #include "server/alerts_service.h"
 #include "server/auth.h"
+#include "server/batch_gpu_sampler.h"
 #include "server/config.h"
 #include "server/group_commit.h"
 #include "server/local_node.h"
@@ -55,6 +56,9 @@ struct ControlPlaneOptions {
   std::filesystem::path work_dir;
   // The executor when it is a Slurm cluster's: nodes come from it and refresh every cycle.
   exec::SlurmExecutor* slurm = nullptr;
+  // With `slurm`: the sampler that reads the wrappers' GPU readings, told who runs where after
+  // every cycle (record_telemetry_from() makes the recorder use it).
+  BatchGpuSampler* batch_sampler = nullptr;
 };
 
 struct LogChunk {
@@ -77,6 +81,9 @@ class ControlPlane {
   // The GPUs of this machine as nodes: one per GPU model (a node has a single model).
   static std::vector<LocalNode> nodes_from_devices(const std::vector<telemetry::GpuDevice>& d);
   ~ControlPlane();
+  // Samples `sampler` every telemetry interval for /metrics, top, alerts and the doctor (open()
+  // with a sampler does this itself; a plane opened with nodes calls it for its batch nodes).
+  void record_telemetry_from(telemetry::GpuSampler& sampler);
 
   // Tokens. An empty token gives an anonymous principal (admin) only when `allow_anonymous`.
   util::Result<Principal> authenticate(const std::string& token, bool allow_anonymous) const;
@@ -237,7 +244,8 @@ class ControlPlane {
   // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
   std::string device_uuid(const sched::Assignment& a) const;
   // Who runs where, for the telemetry recorder; called at the end of each reconcile cycle.
-  TelemetryPlacements telemetry_placements() const;  // requires mu_
+  TelemetryPlacements telemetry_placements() const;        // requires mu_
+  std::vector<BatchWorkerGpus> batch_worker_gpus() const;  // requires mu_
   struct JobSeries {
     std::vector<store::TelemetryMinute> minutes;
     std::vector<telemetry::GpuSample> recent;  // raw samples after the last stored minute

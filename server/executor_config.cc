@@ -35,7 +35,7 @@ util::Result<double> seconds(const std::string& file, const YAML::Node& n, const
 
 constexpr const char* kKeys =
     "kind, partition, sharedDir, slurmConf, binDir, pollSeconds, startTimeoutSeconds, "
-    "commandTimeoutSeconds, defaultMemoryMB, gresTypes";
+    "commandTimeoutSeconds, defaultMemoryMB, gresTypes, gpuSampler";
 
 }  // namespace
 
@@ -86,6 +86,14 @@ util::Status parse_executor_config(const std::string& file, const YAML::Node& n,
       if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, mb) || mb < 0)
         return located(file, v, "executor.defaultMemoryMB must be a whole number of MB >= 0");
       e.slurm.default_memory_mb = mb;
+    } else if (key == "gpuSampler") {
+      TY_ASSIGN_OR_RETURN(e.slurm.gpu_sampler, text_value(file, v, "gpuSampler"));
+      const std::string& g = e.slurm.gpu_sampler;
+      if (g != "auto" && g != "none" && g != "nvml" && !g.starts_with("sim:"))
+        return located(file, v,
+                       fmt::format("executor.gpuSampler must be auto, nvml, none or a sim:... "
+                                   "spec like sim:8xH100-80GB, got '{}'",
+                                   g));
     } else if (key == "gresTypes") {
       if (!v.IsMap())
         return located(file, v,

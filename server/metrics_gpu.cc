@@ -115,8 +115,9 @@ MetricLabels device_labels(const AttributedSample& a, const std::vector<Attribut
     l.emplace_back("GPU_I_PROFILE", s.mig_profile);
     if (s.gpu_instance_id) l.emplace_back("GPU_I_ID", std::to_string(*s.gpu_instance_id));
   }
-  l.emplace_back("Hostname", hostname);
-  l.emplace_back("hostname", hostname);
+  const std::string& host = s.host.empty() ? hostname : s.host;
+  l.emplace_back("Hostname", host);
+  l.emplace_back("hostname", host);
   return l;
 }
 

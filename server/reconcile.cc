@@ -56,6 +56,7 @@ util::Status ControlPlane::reconcile_once() {
   util::Status st = commit(starts);
   // After the commits: a job whose attempt ended this cycle stops counting on its GPUs now.
   if (recorder_) recorder_->set_placements(telemetry_placements());
+  if (options_.batch_sampler != nullptr) options_.batch_sampler->set_workers(batch_worker_gpus());
   metrics_.schedule_cycle.observe(util::to_seconds(util::WallClock::steady_now() - began));
   return st;
 }

@@ -92,6 +92,7 @@ util::Result<std::unique_ptr<exec::SlurmExecutor>> open_slurm_executor(
     const std::string& wrapper_path) {
   exec::SlurmOptions so = config.executor.slurm;
   so.wrapper_path = wrapper_path;
+  so.sample_interval = config.telemetry.interval;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   const auto path = state_dir / "slurm-instance";
@@ -190,8 +191,13 @@ int run_server(const ServerOptions& options) {
   } else {
     executor = exec::make_local_executor({.wrapper_path = options.wrapper_path});
   }
+  // On Slurm the GPUs are the nodes': their wrappers' readings, through the shared directory.
+  BatchGpuSampler batch_gpus(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max<util::Duration>(config.telemetry.interval * 5, std::chrono::seconds(5))));
+  if (slurm) cp_options.batch_sampler = &batch_gpus;
   auto plane = slurm ? ControlPlane::open(cp_options, std::vector<LocalNode>{}, *slurm, clock)
                      : ControlPlane::open(cp_options, **sampler, *executor, clock);
+  if (plane.is_ok() && slurm) (*plane)->record_telemetry_from(batch_gpus);
   if (!plane.is_ok()) {
     std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());
     return 1;

@@ -152,6 +152,25 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
   return p;
 }
 
+std::vector<BatchWorkerGpus> ControlPlane::batch_worker_gpus() const {
+  std::vector<BatchWorkerGpus> out;
+  for (const auto& [id, job] : active_) {
+    for (const auto& w : job.workers) {
+      if (w.finished || w.ref.batch_job == 0) continue;
+      BatchWorkerGpus g{.run_dir = w.run_dir};
+      for (const auto& a : job.placement) {
+        if (a.worker != w.rank || a.gpu_idx < 0) continue;
+        if (!nodes_[a.node_idx].batch) continue;
+        g.node = nodes_[a.node_idx].node.name;
+        g.slots.push_back(device_uuid(a));
+        g.slot_index.push_back(a.gpu_idx);
+      }
+      if (!g.slots.empty()) out.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
 json ControlPlane::gpus(const Principal& who) const {
   json items = json::array();
   if (recorder_) {

@@ -37,6 +37,7 @@ struct GpuSample {
   std::string name;     // driver's name
   std::string model;    // canonical accelerator name ("H100-80GB") or the driver's name
   std::string pci_bus_id;
+  std::string host;  // the machine the GPU is in (a batch system's node); empty = this one
   // MIG devices only: the GPU instance id and its profile ("1g.10gb").
   bool is_mig = false;
   std::optional<int> gpu_instance_id;

@@ -272,6 +272,52 @@ class SlurmE2E(unittest.TestCase):
         self.assertEqual(j["failures"], 0)
 
 
+class SlurmTelemetry(unittest.TestCase):
+    """GPU telemetry of Slurm nodes: each rank's wrapper samples the GPUs Slurm gave it (here
+    synthetic ones) into the shared directory; the server's recorder reads them as the
+    scheduler's slots, so /metrics, the job's telemetry and `top` cover both nodes."""
+
+    def test_gpus_of_both_nodes_reach_metrics_top_and_the_job(self):
+        why = sh.available()
+        if why:
+            self.skipTest(why)
+        c = sh.SlurmCluster().start()
+        s = sh.slurm_server(c, FAST + "telemetry: {interval: 0.2}\n",
+                            gpu_sampler="sim:2xH100-80GB")
+        try:
+            s.start()
+            path = os.path.join(s.state_dir, "spec.json")
+            with harness.private_file(path) as f:
+                f.write(job_spec("watched", "echo up on $SLURMD_NODENAME; sleep 8", workers=2,
+                                 gpus=2))
+            jid = s.submit_file(path)
+
+            def metrics():
+                import urllib.request
+                with urllib.request.urlopen(s.url + "/metrics", timeout=10) as r:
+                    return r.read().decode()
+
+            def job_lines():
+                return [l for l in metrics().splitlines()
+                        if l.startswith("DCGM_FI_DEV_GPU_UTIL{") and f'hpc_job="{jid}"' in l]
+            lines = sh.wait_for(lambda: len(job_lines()) == 4 and job_lines(), timeout=40,
+                                what="4 GPUs of the job in /metrics")
+            hosts = sorted(set(l.split('Hostname="')[1].split('"')[0] for l in lines))
+            self.assertEqual(hosts, ["n1", "n2"], lines)
+            self.assertTrue(all('UUID="slurm-n' in l for l in lines), lines)
+            top = json.loads(s.cli("top", "--once", "-o", "json").stdout)
+            self.assertIn(str(jid), json.dumps(top))
+            tel = json.loads(s.cli("show", str(jid), "-o", "json").stdout)
+            self.assertEqual(tel["state"], "running", tel)
+            status, body = s.http("GET", f"/api/v1/jobs/{jid}/telemetry")
+            self.assertEqual(status, 200, body)
+            self.assertGreater(len(body.get("samples", [])), 0, body)
+            self.assertEqual(s.wait(jid, timeout=60)["state"], "succeeded")
+        finally:
+            s.stop()
+            c.stop()
+
+
 class SlurmUnmappedGres(unittest.TestCase):
     def test_gres_type_without_mapping(self):
         why = sh.available()

@@ -81,7 +81,8 @@ class SlurmCluster:
         return "\n".join(out)
 
 
-def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, **kw):
+def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, gpu_sampler=None,
+                 **kw):
     """A trainyard server whose executor is `cluster`. Its shared dir is under /tmp, which
     workers running as other users can pass through."""
     shared = shared_dir or tempfile.mkdtemp(prefix="ty-shared-")
@@ -89,7 +90,8 @@ def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, **
     config = (f"reconcileIntervalSeconds: 0.1\n"
               f"executor:\n  kind: slurm\n  partition: gpu\n  sharedDir: {shared}\n"
               f"  slurmConf: {cluster.conf}\n  pollSeconds: {poll_seconds}\n"
-              f"  commandTimeoutSeconds: 5\n") + config_extra
+              f"  commandTimeoutSeconds: 5\n"
+              + (f"  gpuSampler: \"{gpu_sampler}\"\n" if gpu_sampler else "")) + config_extra
     server = Server(config=config, **kw)
     server.shared_dir = shared
     return server

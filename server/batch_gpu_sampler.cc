@@ -1,0 +1,53 @@
+#include "server/batch_gpu_sampler.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/executor.h"
+#include "telemetry/gpu_sample_json.h"
+
+namespace trainyard::server {
+
+void BatchGpuSampler::set_workers(std::vector<BatchWorkerGpus> workers) {
+  std::lock_guard lock(mu_);
+  workers_ = std::move(workers);
+}
+
+util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t now_ms) {
+  std::vector<BatchWorkerGpus> workers;
+  {
+    std::lock_guard lock(mu_);
+    workers = workers_;
+  }
+  std::vector<telemetry::GpuSample> out;
+  for (const auto& w : workers) {
+    std::ifstream in(w.run_dir / exec::kGpuSamplesFile);
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!doc.is_object() || !doc.contains("samples") || !doc["samples"].is_array()) continue;
+    const int64_t taken = doc.value("time_ms", int64_t{0});
+    if (now_ms - taken > stale_after_.count()) continue;
+    size_t k = 0;
+    for (const auto& j : doc["samples"]) {
+      if (k >= w.slots.size()) break;
+      auto s = telemetry::sample_from_json(j);
+      if (!s.is_ok()) continue;
+      // The reading keeps the card's own identity in name/model/pci; its uuid becomes the slot
+      // the scheduler gave this worker, which is what placements and the job's rows name.
+      s->uuid = w.slots[k];
+      s->index = k < w.slot_index.size() ? w.slot_index[k] : static_cast<int>(k);
+      s->host = w.node;
+      s->time_ms = now_ms;
+      s->processes.clear();  // pids of another machine mean nothing here
+      out.push_back(std::move(*s));
+      ++k;
+    }
+  }
+  return out;
+}
+
+}  // namespace trainyard::server
