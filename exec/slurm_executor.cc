@@ -661,6 +661,10 @@ util::Result<ProcessRef> SlurmExecutor::launch(const WorkerLaunch& w) {
 
 ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) {
   std::optional<ProcessStatus> exited = internal::read_exit_status(run_dir);
+  // Ended by a signal, or by a shell that died of one (exit 128+N): perhaps Slurm's own hand.
+  const bool by_signal =
+      exited && (exited->kind == ExitKind::Signaled ||
+                 (exited->kind == ExitKind::Exited && exited->code > 128 && exited->code < 192));
   const int64_t leader = resolve(p, run_dir);
   if (leader == 0) {
     // Adopted while Slurm did not answer, and Slurm still has not named its job.
@@ -671,7 +675,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
             "interrupted: Slurm has no job for this attempt after the server restarted and the "
             "worker left no exit status"};
   }
-  if (exited && exited->kind == ExitKind::Signaled) {
+  if (by_signal) {
     // A rank killed by a signal: was it Slurm ending the job (a node set down, a cancel by
     // hand)? Ask once per cycle when the picture is older than the worker's end.
     bool ask = false;
@@ -700,7 +704,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
   if (exited) {
     // Killed by Slurm's own hand: the worker died of the SIGTERM before Slurm's answer came;
     // the job's state in Slurm says why.
-    if (it != st.ours.end() && exited->kind == ExitKind::Signaled && !st.killed.contains(leader)) {
+    if (it != st.ours.end() && by_signal && !st.killed.contains(leader)) {
       const State::OurJob& o = it->second;
       if (o.state == "CANCELLED")
         return {ExitKind::Cancelled, 0,

@@ -30,6 +30,7 @@
 #include "telemetry/gpu_sample_json.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 extern char** environ;
 
@@ -286,6 +287,9 @@ class GpuReporter {
       if (comma > 0) visible_.emplace_back(v.substr(0, comma));
       v.remove_prefix(std::min(v.size(), comma + 1));
     }
+    // The wrapper's output is the job's log: the sampler's own notes ("no GPUs: NVML not
+    // found") have no place there.
+    util::set_log_level("error");
     auto sampler = telemetry::make_gpu_sampler(a.gpu_sampler);
     // "auto" on a node without a driver gives a sampler of no GPUs: nothing to report.
     if (sampler.is_ok() && (*sampler)->kind() != "none") sampler_ = std::move(*sampler);
