@@ -192,13 +192,27 @@ class Soak:
 
     def finish(self):
         s = self.server
-        deadline = time.time() + 180
+        # The rounds may leave a long queue on 4 GPUs (hundreds of jobs after 300 rounds): it is
+        # drained while it makes progress. A job is stuck when nothing has ended for 120 s, not
+        # when a fixed time is up; 60 minutes bound the whole drain.
+        ended = ("succeeded", "failed", "cancelled")
         jobs = {}
-        while time.time() < deadline:
-            jobs = {jid: self.request("GET", f"/api/v1/jobs/{jid}")[1] for jid in self.acked}
-            if all(j["state"] in ("succeeded", "failed", "cancelled") for j in jobs.values()):
+        open_ids = set(self.acked)
+        deadline = time.time() + 3600
+        last_progress = time.time()
+        while time.time() < deadline and time.time() - last_progress < 120:
+            for jid in list(open_ids):
+                jobs[jid] = self.request("GET", f"/api/v1/jobs/{jid}")[1]
+                if jobs[jid]["state"] in ended:
+                    open_ids.discard(jid)
+                    last_progress = time.time()
+            if not open_ids:
                 break
             time.sleep(0.5)
+        drain_started = time.time()
+        jobs = {jid: self.request("GET", f"/api/v1/jobs/{jid}")[1] for jid in self.acked}
+        print(f"drain: {len(open_ids)} job(s) not ended ({time.time() - drain_started:.0f}s to "
+              "read them all back)", flush=True)
         stuck = [(jid, j["state"], j.get("reason")) for jid, j in jobs.items()
                  if j["state"] not in ("succeeded", "failed", "cancelled")]
         if stuck:
