@@ -347,37 +347,38 @@ void SlurmExecutor::forget_ended(State& st) {
   forget_ended_jobs(st);
 }
 
+namespace {
+
+// What a Slurm command printed on success; Unavailable with its first error line otherwise.
+util::Result<std::string> command_output(const SlurmOptions& o, const char* name,
+                                         std::vector<std::string> args) {
+  TY_ASSIGN_OR_RETURN(CommandResult r, slurm_command(o, name, std::move(args)));
+  if (r.exit_code != 0)
+    return util::unavailable(
+        fmt::format("{} failed: {}", name, first_line(r.err.empty() ? r.out : r.err)));
+  return std::move(r.out);
+}
+
+}  // namespace
+
 util::Status SlurmExecutor::refresh_now() {
-  auto q = slurm_command(options_, "squeue", {"--json", "--all"});
   util::Status failure = util::Status::ok();
   std::vector<SlurmJob> jobs;
   std::vector<SlurmNodeInfo> nodes;
-  if (!q.is_ok()) {
-    failure = q.status();
-  } else if (q->exit_code != 0) {
-    failure = util::unavailable(
-        fmt::format("squeue failed: {}", first_line(q->err.empty() ? q->out : q->err)));
-  } else {
-    auto parsed = parse_squeue_json(q->out);
-    if (!parsed.is_ok())
-      failure = parsed.status();
+  auto q = command_output(options_, "squeue", {"--json", "--all"});
+  auto parsed_jobs =
+      q.is_ok() ? parse_squeue_json(*q) : util::Result<std::vector<SlurmJob>>(q.status());
+  if (parsed_jobs.is_ok()) {
+    jobs = std::move(*parsed_jobs);
+    auto n = command_output(options_, "sinfo", {"--json"});
+    auto parsed_nodes = n.is_ok() ? parse_slurm_nodes_json(*n)
+                                  : util::Result<std::vector<SlurmNodeInfo>>(n.status());
+    if (parsed_nodes.is_ok())
+      nodes = std::move(*parsed_nodes);
     else
-      jobs = std::move(*parsed);
-  }
-  if (failure.is_ok()) {
-    auto s = slurm_command(options_, "sinfo", {"--json"});
-    if (!s.is_ok()) {
-      failure = s.status();
-    } else if (s->exit_code != 0) {
-      failure = util::unavailable(
-          fmt::format("sinfo failed: {}", first_line(s->err.empty() ? s->out : s->err)));
-    } else {
-      auto parsed = parse_slurm_nodes_json(s->out);
-      if (!parsed.is_ok())
-        failure = parsed.status();
-      else
-        nodes = std::move(*parsed);
-    }
+      failure = parsed_nodes.status();
+  } else {
+    failure = parsed_jobs.status();
   }
   std::lock_guard lock(state_->mu);
   State& st = *state_;

@@ -39,7 +39,11 @@ class SlurmE2E(unittest.TestCase):
         if why:
             raise unittest.SkipTest(why)
         cls.cluster = sh.SlurmCluster().start()
-        cls.server = sh.slurm_server(cls.cluster, FAST).start()
+        try:
+            cls.server = sh.slurm_server(cls.cluster, FAST).start()
+        except BaseException:
+            cls.cluster.stop()  # tearDownClass does not run when setUpClass fails
+            raise
 
     @classmethod
     def tearDownClass(cls):

@@ -11,6 +11,34 @@ from harness import REPO, Server
 
 SCRIPT = os.path.join(REPO, "scripts", "slurm-cluster")
 
+# Clusters and servers started by this process, stopped on every way out: a normal exit, an
+# exception that skips a tearDown, or SIGTERM from ctest's timeout.
+_LIVE = []
+
+
+def _stop_all():
+    while _LIVE:
+        thing = _LIVE.pop()
+        try:
+            thing.stop()
+        except Exception:  # noqa: BLE001 - stopping the rest matters more
+            pass
+
+
+def _on_sigterm(signum, frame):
+    _stop_all()
+    os._exit(128 + signum)
+
+
+def _track(thing):
+    import atexit
+    import signal
+    if not _LIVE and not getattr(_track, "installed", False):
+        atexit.register(_stop_all)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        _track.installed = True
+    _LIVE.append(thing)
+
 
 def available():
     """None when a loopback cluster can run here, else why not."""
@@ -30,6 +58,7 @@ class SlurmCluster:
         self.conf = os.path.join(self.dir, "slurm.conf")
 
     def start(self):
+        _track(self)
         r = subprocess.run([SCRIPT, "start", self.dir] + self.args, capture_output=True,
                            text=True, timeout=90)
         if r.returncode != 0:
@@ -37,6 +66,8 @@ class SlurmCluster:
         return self
 
     def stop(self, clean=False):
+        if self in _LIVE:
+            _LIVE.remove(self)
         subprocess.run([SCRIPT, "stop", self.dir] + (["--clean"] if clean else []),
                        capture_output=True, text=True, timeout=60)
 
@@ -94,6 +125,7 @@ def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, gp
               + (f"  gpuSampler: \"{gpu_sampler}\"\n" if gpu_sampler else "")) + config_extra
     server = Server(config=config, **kw)
     server.shared_dir = shared
+    _track(server)
     return server
 
 
