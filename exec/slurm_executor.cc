@@ -707,6 +707,17 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
     // the job's state in Slurm says why.
     if (it != st.ours.end() && by_signal && !st.killed.contains(leader)) {
       const State::OurJob& o = it->second;
+      // Slurm may signal the ranks a moment before its own answer changes (a node set down):
+      // while it still calls the job active, the death is not judged yet, for a few seconds.
+      // A notice of trainyard's own (signaled) explains it already.
+      std::error_code ec;
+      const auto mtime = fs::last_write_time(run_dir / kExitStatusFile, ec);
+      const auto ended =
+          ec ? util::Time{}
+             : std::chrono::time_point_cast<util::Duration>(std::chrono::file_clock::to_sys(mtime));
+      if (is_active(o.state) && !is_pending(o.state) && !st.signaled.contains(leader) &&
+          util::WallClock().now() - ended < kExitFileGrace)
+        return running();
       if (o.state == "CANCELLED")
         return {ExitKind::Cancelled, 0,
                 fmt::format("Slurm job {} was cancelled outside trainyard (scancel)", leader)};
