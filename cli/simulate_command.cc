@@ -38,6 +38,10 @@ struct SimulateArgs {
   double grace_period_s = 30;
   std::string runtime_limit = "rounded";
   std::string gittins_prior;
+  double min_runtime_s = 300;
+  std::string tiresias_thresholds = "3200,25600";
+  double starvation_factor = 8;
+  bool allow_unfinished = false;
   bool check_invariants = false;
   std::string slurm_gres_map;     // "a100=A100-40GB,mi250=..."
   std::string slurm_default_gpu;  // model of untyped Gres=gpu:N
@@ -154,6 +158,22 @@ int run(const SimulateArgs& a) {
   if (!slurm.is_ok()) return fail(slurm.status());
   topts.gres_types = slurm->gres_types;
   sched::PolicyConfig base;
+  base.min_runtime = util::seconds_f(a.min_runtime_s);
+  base.tiresias.starvation_factor = a.starvation_factor;
+  base.tiresias.queue_thresholds.clear();
+  for (const std::string& t : split(a.tiresias_thresholds, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    const double last =
+        base.tiresias.queue_thresholds.empty() ? 0 : base.tiresias.queue_thresholds.back();
+    if (end == t.c_str() || *end != '\0' || !(v > last)) {
+      return fail(util::invalid_argument(fmt::format(
+          "--tiresias-thresholds: '{}' is not a GPU-second count above the previous threshold; "
+          "give increasing positive numbers separated by commas, e.g. 3200,25600",
+          t)));
+    }
+    base.tiresias.queue_thresholds.push_back(v);
+  }
   if (!a.gittins_prior.empty()) {
     auto prior = read_prior(a.gittins_prior);
     if (!prior.is_ok()) return fail(prior.status());
@@ -223,11 +243,16 @@ int run(const SimulateArgs& a) {
     results.push_back(std::move(r).value());
   }
   std::printf("\n%s", sim::comparison_table(summaries).c_str());
+  int64_t unfinished = 0;
   for (const auto& s : summaries) {
     if (s.unfinished > 0) {
-      std::printf("note: %s left %lld jobs unfinished (they can never fit this cluster)\n",
-                  s.policy.c_str(), static_cast<long long>(s.unfinished));
+      std::fprintf(stderr,
+                   "trainyard simulate: %s left %lld of %lld jobs unfinished: they can never fit "
+                   "this cluster, and the averages above cover only the jobs that finished\n",
+                   s.policy.c_str(), static_cast<long long>(s.unfinished),
+                   static_cast<long long>(s.unfinished + s.jobs));
     }
+    unfinished = std::max(unfinished, s.unfinished);
   }
   sim::RunInfo info{a.trace,
                     a.cluster,
@@ -243,6 +268,12 @@ int run(const SimulateArgs& a) {
   std::printf("\nwrote %zu files to %s/ (summary.json, per-job and timeline CSVs%s)\n",
               written->size(), a.out.c_str(),
               a.plot ? ", jct-cdf.svg, gpu-allocation.svg, queue-length.svg" : "");
+  if (unfinished > 0 && !a.allow_unfinished) {
+    std::fprintf(stderr,
+                 "trainyard simulate: failing because jobs never ran (the report is written); "
+                 "change the cluster, or pass --allow-unfinished to accept it\n");
+    return kExitFailure;
+  }
   return kExitOk;
 }
 
@@ -301,6 +332,21 @@ Runner add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--gittins-prior", args->gittins_prior,
                   "file of GPU-time samples (s): tiresias then orders by 2D-Gittins");
+  cmd->add_option("--min-runtime", args->min_runtime_s,
+                  "seconds a job's attempt runs before it may be preempted (every preemptive "
+                  "policy; 0 = at once)")
+      ->capture_default_str();
+  cmd->add_option("--tiresias-thresholds", args->tiresias_thresholds,
+                  "tiresias queue boundaries in attained GPU-seconds, increasing, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--starvation-factor", args->starvation_factor,
+                  "tiresias promotes a job waiting longer than this many times its last run to "
+                  "the first queue (0 = never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--allow-unfinished", args->allow_unfinished,
+                "exit 0 even when some jobs can never fit the cluster (they are listed as "
+                "unfinished in the table)");
   cmd->add_flag("--check-invariants", args->check_invariants,
                 "check every plan against the scheduler's invariants (slower)");
   add_cost_sim_options(cmd, args->cost);

@@ -329,7 +329,7 @@ std::optional<std::string> json_with_plain_characters(std::string_view text) {
   if (!has_surrogate_escape(text)) return std::nullopt;
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return std::nullopt;
-  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return escape_yaml_line_breaks(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 util::Result<JobManifest> parse_text(std::string_view text, std::string_view file,
@@ -363,6 +363,14 @@ util::Result<JobManifest> parse_text(std::string_view text, std::string_view fil
 
 util::Result<JobManifest> parse_job_manifest(std::string_view text, std::string_view file) {
   TY_ASSIGN_OR_RETURN(JobManifest m, parse_text(text, file, ManifestSource::Submission));
+  // yaml-cpp decodes the escapes \N and \_ to single Latin-1 bytes, not UTF-8: such a string
+  // could not be stored as written.
+  if (auto bad = first_invalid_utf8(m)) {
+    return util::invalid_argument(fmt::format(
+        "{}: a string of the job spec is not valid UTF-8 ({}); the YAML escapes \\N and \\_ "
+        "give such bytes: write \\u0085 or \\u00a0 instead",
+        file, *bad));
+  }
   // What is accepted must be storable: the limits above keep the stored form far below this
   // bound, and this check keeps it so if they change.
   if (const size_t stored = job_manifest_to_json(m).size(); stored > kMaxStoredManifestBytes) {

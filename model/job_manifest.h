@@ -5,6 +5,7 @@
 // fix; see docs/job-spec.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,11 @@ std::string job_spec_error_field(std::string_view message);
 // Canonical JSON text of `m`, in the same Kubernetes shape; parse_stored_job_manifest() (and
 // parse_job_manifest(), when it is at most 1 MiB) reads it back to an equal manifest.
 std::string job_manifest_to_json(const JobManifest& m);
+// JSON text with the characters a YAML reader treats as line breaks or a byte-order mark (U+0085,
+// U+2028, U+2029, U+FEFF) written as \u escapes, so that a YAML reader returns the same strings.
+std::string escape_yaml_line_breaks(std::string json);
+// What the JSON writer says of the first string of `m` that is not valid UTF-8, if any.
+std::optional<std::string> first_invalid_utf8(const JobManifest& m);
 
 // Same document as YAML, for `trainyard show -o yaml`.
 std::string job_manifest_to_yaml(const JobManifest& m);

@@ -145,8 +145,35 @@ void emit_yaml(YAML::Emitter& out, const Json& j) {
 
 }  // namespace
 
+std::string escape_yaml_line_breaks(std::string json) {
+  // U+0085 (NEL), U+2028, U+2029 are line breaks to a YAML 1.1 reader and U+FEFF a byte-order
+  // mark: raw in a quoted string they would be folded or dropped when the store reads it back.
+  static constexpr std::pair<std::string_view, std::string_view> kEscapes[] = {
+      {"\xC2\x85", "\\u0085"},
+      {"\xE2\x80\xA8", "\\u2028"},
+      {"\xE2\x80\xA9", "\\u2029"},
+      {"\xEF\xBB\xBF", "\\ufeff"}};
+  for (const auto& [raw, escaped] : kEscapes) {
+    for (size_t at = json.find(raw); at != std::string::npos; at = json.find(raw, at)) {
+      json.replace(at, raw.size(), escaped);
+      at += escaped.size();
+    }
+  }
+  return json;
+}
+
+std::optional<std::string> first_invalid_utf8(const JobManifest& m) {
+  try {
+    (void)manifest_json(m).dump(-1, ' ', false, Json::error_handler_t::strict);
+  } catch (const Json::type_error& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 std::string job_manifest_to_json(const JobManifest& m) {
-  return manifest_json(m).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return escape_yaml_line_breaks(
+      manifest_json(m).dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 std::string job_manifest_to_yaml(const JobManifest& m) {

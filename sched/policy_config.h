@@ -38,6 +38,12 @@ struct AutoscaleConfig {
 struct PolicyConfig {
   std::string name = "fifo";  // fifo | backfill | srtf | tiresias | fair | priority
   PlacementStrategy placement = PlacementStrategy::Pack;
+  // A running job is not a preemption victim (for any policy's rule: priority, remaining time,
+  // service queue, quota reclaim) until its current attempt has run this long, as Kueue's,
+  // KAI's and Slurm's minimum run times (PreemptExemptTime). Without it a preemptive policy can
+  // start and preempt the same jobs again and again before any of them saves a checkpoint.
+  // Cloud reclaims of spot nodes ignore it (the provider does not wait).
+  util::Duration min_runtime = util::seconds(300);
   TiresiasConfig tiresias;
   FairConfig fair;
   AutoscaleConfig autoscale;

@@ -78,7 +78,9 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
   if (!reclaim && ctx.preempt_memo.known_not_to_fit(shape)) return false;
 
   VictimOrder& order = ctx.victim_order;
-  if (!order.built) order.build(ctx.snap, ctx.rank_of, ctx.traits.victims, ctx.cfg.tiresias);
+  if (!order.built) {
+    order.build(ctx.snap, ctx.rank_of, ctx.traits.victims, ctx.cfg.tiresias, ctx.cfg.min_runtime);
+  }
   const PlaceOptions opts = ctx.place_options(job);
   TY_DCHECK(place(job, ctx.state, opts).fit != Fit::Fits);
   std::vector<Candidate> released;

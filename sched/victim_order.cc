@@ -15,7 +15,7 @@ VictimFacts facts_of(const SnapshotJob& job, const TiresiasConfig& tiresias) {
 }
 
 void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, VictimRule rule,
-                        const TiresiasConfig& tiresias) {
+                        const TiresiasConfig& tiresias, Duration min_runtime) {
   struct Key {
     int64_t value = 0;  // lower = less valuable, by the rule's own measure
     Duration at_risk{0};
@@ -54,6 +54,7 @@ void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, 
     pos_of[jobs[pos]] = static_cast<int32_t>(pos);
     skip[pos] = static_cast<int32_t>(pos + 1);
     facts.push_back(facts_of(job, tiresias));
+    if (snap.now - job.started < min_runtime) facts.back().running_preemptible = false;
     first_.push_back(
         {static_cast<int32_t>(assignments_.size()), static_cast<int32_t>(nodes_.size())});
     const auto first_node = static_cast<std::ptrdiff_t>(nodes_.size());

@@ -14,12 +14,21 @@
 namespace trainyard::server {
 namespace {
 
-constexpr const char* kServerKeys[] = {
-    "policy",           "placement",    "reconcileIntervalSeconds",
-    "retryBackoff",     "noticeSignal", "logCapBytes",
-    "maxRequestBytes",  "telemetry",    "alerts",
-    "mtbfPriorSeconds", "capacity",     "workers",
-    "executor"};
+constexpr const char* kServerKeys[] = {"policy",
+                                       "placement",
+                                       "reconcileIntervalSeconds",
+                                       "minRuntimeSeconds",
+                                       "tiresias",
+                                       "retryBackoff",
+                                       "noticeSignal",
+                                       "logCapBytes",
+                                       "maxRequestBytes",
+                                       "telemetry",
+                                       "alerts",
+                                       "mtbfPriorSeconds",
+                                       "capacity",
+                                       "workers",
+                                       "executor"};
 
 util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
   const auto m = n.Mark();
@@ -109,6 +118,44 @@ util::Status parse_telemetry(const std::string& file, const YAML::Node& n, Serve
   return util::Status::ok();
 }
 
+// tiresias: {queueThresholds: [3200, 25600], starvationFactor: 8} (GPU-seconds; a factor).
+util::Status parse_tiresias(const std::string& file, const YAML::Node& t, ServerConfig& out) {
+  if (!t.IsMap())
+    return located(file, t, "tiresias must be a map: {queueThresholds, starvationFactor}");
+  for (const auto& kv : t) {
+    const std::string key = kv.first.Scalar();
+    if (key != "queueThresholds" && key != "starvationFactor") {
+      return located(file, kv.first,
+                     fmt::format("unknown key tiresias.{}; known: queueThresholds, "
+                                 "starvationFactor",
+                                 key));
+    }
+  }
+  if (const auto q = t["queueThresholds"]) {
+    if (!q.IsSequence() || q.size() == 0) {
+      return located(file, q, "tiresias.queueThresholds must be a list of GPU-seconds");
+    }
+    std::vector<double> v;
+    for (const auto& e : q) {
+      TY_ASSIGN_OR_RETURN(const double s,
+                          seconds_value(file, e, "each tiresias.queueThresholds entry", 1, 1e12));
+      if (!v.empty() && s <= v.back()) {
+        return located(file, e, "tiresias.queueThresholds must increase");
+      }
+      v.push_back(s);
+    }
+    out.policy.tiresias.queue_thresholds = std::move(v);
+  }
+  if (const auto f = t["starvationFactor"]) {
+    double v = 0;
+    if (!f.IsScalar() || !YAML::convert<double>::decode(f, v) || !(v >= 0) || v > 1e6) {
+      return located(file, f, "tiresias.starvationFactor must be a number >= 0 (0 = off)");
+    }
+    out.policy.tiresias.starvation_factor = v;
+  }
+  return util::Status::ok();
+}
+
 util::Status parse_own_keys(const std::string& file, const YAML::Node& root, ServerConfig& out) {
   if (const auto p = root["policy"]) {
     if (!p.IsScalar()) return located(file, p, "policy must be a policy name such as fair");
@@ -123,6 +170,11 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
     out.policy.placement =
         v == "pack" ? sched::PlacementStrategy::Pack : sched::PlacementStrategy::Spread;
   }
+  if (const auto m = root["minRuntimeSeconds"]) {
+    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "minRuntimeSeconds", 0, 1e7));
+    out.policy.min_runtime = util::seconds_f(s);
+  }
+  if (const auto t = root["tiresias"]) TY_RETURN_IF_ERROR(parse_tiresias(file, t, out));
   if (const auto r = root["reconcileIntervalSeconds"]) {
     TY_ASSIGN_OR_RETURN(const double s,
                         seconds_value(file, r, "reconcileIntervalSeconds", 0.01, 60));

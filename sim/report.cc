@@ -38,6 +38,8 @@ std::string comparison_table(const std::vector<Summary>& ss) {
   const Summary& base = ss.front();
   const std::vector<Col> cols = {
       {"policy", [](const Summary& s) { return s.policy; }},
+      {"finished",
+       [](const Summary& s) { return fmt::format("{}/{}", s.jobs, s.jobs + s.unfinished); }},
       {"avg JCT", [](const Summary& s) { return format_duration_s(s.avg_jct_s); }},
       {"vs " + base.policy, [&](const Summary& s) { return ratio(s.avg_jct_s, base.avg_jct_s); }},
       {"p50 JCT", [](const Summary& s) { return format_duration_s(s.p50_jct_s); }},

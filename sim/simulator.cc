@@ -71,6 +71,7 @@ class Simulation {
     occupancy_.emplace(snap_);
     traits_ = *sched::find_policy(opts_.policy.name);
     jobs_.resize(w.jobs.size());
+    Duration longest{0};
     for (size_t i = 0; i < w.jobs.size(); ++i) {
       SimJob& j = jobs_[i];
       j.trace = &w.jobs[i];
@@ -89,7 +90,11 @@ class Simulation {
       }
       events_.push(j.trace->submit, EventKind::Arrival, static_cast<int32_t>(i), 0);
       last_arrival_ = std::max(last_arrival_, j.trace->submit);
+      longest = std::max(longest, j.trace->duration);
     }
+    stops_since_progress_.assign(jobs_.size(), 0);
+    stall_limit_ =
+        opts_.stall_limit > Duration(0) ? opts_.stall_limit : 2 * longest + util::seconds(86400);
   }
 
   util::Status init() {
@@ -111,12 +116,17 @@ class Simulation {
     }
     r.capacity_milli = occupancy_->capacity_milli();
     Time now = last_time_;
+    Time previous = Time::min();
+    int64_t rounds_at_now = 0;
     while (!events_.empty()) {
       now = events_.top().time;
       if (fleet_ && now > last_arrival_ + opts_.cloud_horizon) {
         r.stopped_at_horizon = true;
         break;
       }
+      rounds_at_now = now == previous ? rounds_at_now + 1 : 0;
+      previous = now;
+      TY_RETURN_IF_ERROR(watchdog(now, rounds_at_now));
       const double dt = static_cast<double>((now - last_time_).count());
       allocated_gpu_us_ +=
           static_cast<double>(occupancy_->allocated_milli()) / model::kMilliPerGpu * dt;
@@ -167,6 +177,59 @@ class Simulation {
   }
 
  private:
+  // Progress is a job finishing or saving a checkpoint; a healthy run makes some within the
+  // longest job's duration (twice that, plus a day, leaves room for queueing and restarts).
+  void progressed(Time now) {
+    last_progress_ = now;
+    for (int32_t idx : stopped_) stops_since_progress_[idx] = 0;
+    stopped_.clear();
+  }
+
+  util::Status watchdog(Time now, int64_t rounds_at_now) {
+    if (rounds_at_now >= opts_.same_time_limit) {
+      return util::internal_error(fmt::format(
+          "the simulated clock stopped at t={:.0f}s: {} scheduling rounds passed without time "
+          "moving; {}. This is a scheduler bug: please report it with the trace and the policy",
+          util::to_seconds(now - Time{}), rounds_at_now, culprits()));
+    }
+    if (finished_ == static_cast<int64_t>(jobs_.size())) return util::Status::ok();
+    const Time since = std::max(last_progress_, std::min(now, last_arrival_));
+    if (now - since <= stall_limit_) return util::Status::ok();
+    return util::internal_error(fmt::format(
+        "no job finished or saved a checkpoint for {:.1f} simulated days (since t={:.0f}s), so "
+        "the run cannot end; {}. Jobs preempted again and again before they checkpoint point to "
+        "a preemption cycle in policy '{}' (try --min-runtime, or --checkpoint-interval below "
+        "it)",
+        util::to_seconds(now - since) / 86400.0, util::to_seconds(since - Time{}), culprits(),
+        opts_.policy.name));
+  }
+
+  // The jobs preempted most since the last progress, or the pending and running ones.
+  std::string culprits() const {
+    std::vector<int32_t> idx = stopped_;
+    std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+      return std::pair(-stops_since_progress_[a], a) < std::pair(-stops_since_progress_[b], b);
+    });
+    std::string out;
+    for (size_t k = 0; k < idx.size() && k < 5; ++k) {
+      const SimJob& j = jobs_[idx[k]];
+      out += fmt::format("{}job {} ({:.3g} GPUs, preempted {} times)", k ? ", " : "",
+                         j.trace->id.value(), static_cast<double>(j.milli) / model::kMilliPerGpu,
+                         stops_since_progress_[idx[k]]);
+    }
+    if (!out.empty()) return "jobs preempted since then: " + out;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      const SimJob& j = jobs_[i];
+      if (j.phase == Phase::Done) continue;
+      static constexpr const char* kPhase[] = {"not arrived", "pending", "running", "preempting",
+                                               "done"};
+      out += fmt::format("{}job {} ({})", out.empty() ? "" : ", ", j.trace->id.value(),
+                         kPhase[static_cast<int>(j.phase)]);
+      if (out.size() > 200) break;
+    }
+    return out.empty() ? "every job is done" : "unfinished jobs: " + out;
+  }
+
   // Returns true when the event changed what the scheduler sees.
   bool handle(const Event& e, Time now, SimResult* r) {
     ++r->events;
@@ -258,6 +321,7 @@ class Simulation {
     j.phase = Phase::Done;
     j.outcome.finish = now;
     ++finished_;
+    progressed(now);
     remove_from_snapshot(j);
     for (int32_t d : j.dependents) {
       if (jobs_[d].phase == Phase::Pending)
@@ -271,6 +335,8 @@ class Simulation {
     const Duration interval = j.interval;
     const Duration kept = interval.count() > 0 ? (useful / interval) * interval : Duration(0);
     j.saved += kept;
+    if (kept > Duration(0)) progressed(now);
+    if (stops_since_progress_[idx]++ == 0) stopped_.push_back(idx);
     j.outcome.lost_work += useful - kept;
     ++j.outcome.preemptions;
     if (j.interrupted) ++j.outcome.interruptions;
@@ -508,6 +574,11 @@ class Simulation {
   std::vector<std::vector<std::pair<int32_t, int64_t>>> node_jobs_;  // node -> (job, milli)
   Time last_arrival_{};
   Time next_wake_{};
+  // Watchdog.
+  Duration stall_limit_{0};
+  Time last_progress_{};
+  std::vector<int32_t> stops_since_progress_;  // per job
+  std::vector<int32_t> stopped_;               // jobs with a non-zero count
   double cost_usd_ = 0;
 };
 

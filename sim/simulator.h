@@ -46,6 +46,12 @@ struct SimOptions {
   // are left (restart-from-scratch on spot may never finish a long job).
   std::shared_ptr<const CloudScenario> cloud;
   util::Duration cloud_horizon = util::seconds(60 * 86400);
+  // Watchdog. A run where no job finishes or saves a checkpoint for `stall_limit` of simulated
+  // time after the last arrival (0: twice the longest job plus a day), or where the clock does
+  // not move for `same_time_limit` scheduling rounds, ends with an error naming the jobs that
+  // were going round in circles, instead of running forever.
+  util::Duration stall_limit{0};
+  int64_t same_time_limit = 100000;
 };
 
 struct JobOutcome {

@@ -43,8 +43,9 @@ struct VictimOrder {
   std::vector<int32_t> skip;
 
   // `rank_of` per job index (ignored for reclaim). Marks preempting jobs gone and leaving.
+  // Jobs whose attempt started less than `min_runtime` before snap.now are not eligible.
   void build(const Snapshot& snap, std::span<const int32_t> rank_of, VictimRule rule,
-             const TiresiasConfig& tiresias);
+             const TiresiasConfig& tiresias, Duration min_runtime);
   // The first position at or after `pos` whose job is not gone (jobs.size() if none).
   int32_t staying_from(int32_t pos) {
     return pos < static_cast<int32_t>(gone.size()) && gone[pos] ? skip_gone(pos) : pos;

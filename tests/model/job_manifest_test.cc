@@ -190,6 +190,32 @@ spec:
     env: {A: "", B: "{x}", C: "[1]"}
 )");
   expect_round_trip(odd, "odd strings");
+  // Found by fuzz_job_spec: characters YAML reads as line breaks (NEL, LS, PS) or a BOM, raw in
+  // the stored JSON, were folded when the store read it back.
+  const JobManifest breaks = parse_ok(R"(apiVersion: trainyard.dev/v1
+kind: Job
+metadata: {name: breaks}
+spec:
+  template:
+    command: ["a\u0085b", "c\u2028d", "e\u2029f", "g\ufeffh", "\L\P"]
+)");
+  expect_round_trip(breaks, "YAML line breaks");
+  EXPECT_EQ(job_manifest_to_json(breaks).find("\xC2\x85"), std::string::npos);
+}
+
+TEST(JobManifest, RefusesStringsThatAreNotUtf8) {
+  // yaml-cpp decodes \N and \_ to single Latin-1 bytes; the spec is refused, not mangled.
+  for (const char* esc : {"\\N", "\\_"}) {
+    auto m = parse_job_manifest(std::string("apiVersion: trainyard.dev/v1\nkind: Job\n"
+                                            "metadata: {name: n}\nspec:\n  template:\n"
+                                            "    command: [\"a") +
+                                    esc + "b\"]\n",
+                                "n.yaml");
+    ASSERT_FALSE(m.is_ok()) << esc;
+    EXPECT_NE(m.status().message().find("n.yaml: a string of the job spec is not valid UTF-8"),
+              std::string::npos)
+        << m.status().message();
+  }
 }
 
 TEST(JobManifest, JsonNamesEveryDefaultExplicitly) {

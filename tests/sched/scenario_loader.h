@@ -129,6 +129,8 @@ inline void read_policy(const Reader& r, const YAML::Node& root, PolicyConfig& c
   const std::string placement = r.opt<std::string>(root, "placement", "pack");
   if (placement != "pack" && placement != "spread") r.fail(root["placement"], "pack or spread");
   cfg.placement = placement == "pack" ? PlacementStrategy::Pack : PlacementStrategy::Spread;
+  // Scenarios state one rule each: victims are eligible at once unless a scenario sets it.
+  cfg.min_runtime = secs(r.opt<double>(root, "min_runtime", 0));
   if (const YAML::Node t = root["tiresias"]) {
     r.only_keys(t, "tiresias", {"queue_thresholds", "starvation_factor", "gittins_prior"});
     if (t["queue_thresholds"])
@@ -403,8 +405,8 @@ inline void read_expect(const Reader& r, const YAML::Node& x, Scenario& sc) {
 
 inline Scenario read_scenario(const Reader& r, const YAML::Node& root, std::string file) {
   r.only_keys(root, "scenario",
-              {"description", "policy", "placement", "tiresias", "fair", "now", "nodes", "teams",
-               "jobs", "expect"});
+              {"description", "policy", "placement", "min_runtime", "tiresias", "fair", "now",
+               "nodes", "teams", "jobs", "expect"});
   Scenario sc;
   sc.file = std::move(file);
   sc.description = r.get<std::string>(root["description"], "description");

@@ -16,6 +16,7 @@ using testing::SnapshotForTest;
 Plan checked_plan(const Snapshot& snap, const std::string& policy) {
   PolicyConfig cfg;
   cfg.name = policy;
+  cfg.min_runtime = Duration(0);  // victims here started at t=0 = now
   Plan p = plan(snap, cfg);
   auto ok = check_plan(snap, p, true);
   EXPECT_TRUE(ok.is_ok()) << ok.to_string();

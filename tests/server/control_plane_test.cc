@@ -152,6 +152,7 @@ TEST_F(ControlPlaneTest, GangFailureStopsTheOtherWorkers) {
 TEST_F(ControlPlaneTest, PreemptionSendsNoticeThenKillsAfterGrace) {
   ServerConfig c;
   c.policy.name = "priority";
+  c.policy.min_runtime = util::Duration(0);
   open(c);
   const int64_t low =
       submit(job_yaml("low", "  priorityClass: low\n  checkpoint: {gracePeriodSeconds: 30}\n", 4));

@@ -50,6 +50,7 @@ Workload make(const std::vector<J>& jobs) {
 SimResult run(const Workload& w, const ClusterConfig& c, const std::string& policy) {
   SimOptions o;
   o.policy.name = policy;
+  o.policy.min_runtime = util::Duration(0);  // these tests state exact preemption times
   o.full_invariant_check = true;
   o.restart_delay = util::seconds(10);
   o.grace_period = util::seconds(5);
