@@ -83,26 +83,57 @@ QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
   if (!has_quotas_ || job.team < 0) return {};
   delta(job, placement, &scratch_);
   const int teams = static_cast<int>(snap_->teams.size());
+  bool borrows = false;
   for (int k = 0; k < keys_; ++k) {
     if (scratch_[k] == 0) continue;
     const QuotaEntry q = quota(job.team, k);
     if (q.nominal_milli < 0) continue;
     const int64_t want = usage(job.team, k) + scratch_[k];
-    if (want <= q.nominal_milli) continue;
     // What the cohort has left: the others' nominal quota minus their usage, borrowers
     // included, so quota one member already borrowed is not lent a second time.
-    int64_t lendable = 0;
+    int64_t others_left = 0;
     for (int t = 0; t < teams; ++t) {
       if (t == job.team || !same_cohort(t, job.team)) continue;
       const QuotaEntry other = quota(t, k);
-      if (other.nominal_milli >= 0) lendable += other.nominal_milli - usage(t, k);
+      if (other.nominal_milli >= 0) others_left += other.nominal_milli - usage(t, k);
     }
-    lendable = std::max<int64_t>(0, lendable);
+    if (want <= q.nominal_milli) {
+      // Within its own nominal quota, unless members borrowed that part of it: then the
+      // cohort as a whole would exceed its quota (others_left < 0 is what they borrowed).
+      const int64_t lent_out = std::max<int64_t>(0, -others_left);
+      const int64_t over = want + lent_out - q.nominal_milli;
+      if (over > 0) return {.admitted = false, .over_milli = over, .key = k, .lent = true};
+      continue;
+    }
+    int64_t lendable = std::max<int64_t>(0, others_left);
     if (q.borrowing_limit_milli >= 0) lendable = std::min(lendable, q.borrowing_limit_milli);
     const int64_t over = want - q.nominal_milli - lendable;
     if (over > 0) return {false, over, k};
+    borrows = true;
   }
-  return {};
+  return {.borrows = borrows};
+}
+
+bool QuotaLedger::may_reclaim_for(const SnapshotJob& job,
+                                  std::span<const Assignment> placement) const {
+  if (!has_quotas_ || job.team < 0) return false;
+  delta(job, placement, &scratch_);
+  bool limited = false;
+  for (int k = 0; k < keys_; ++k) {
+    const QuotaEntry q = quota(job.team, k);
+    if (scratch_[k] <= 0 || q.nominal_milli < 0) continue;
+    limited = true;
+    if (usage(job.team, k) + scratch_[k] > q.nominal_milli) return false;
+  }
+  return limited;
+}
+
+bool QuotaLedger::has_nominal(int team) const {
+  if (!has_quotas_ || team < 0) return false;
+  for (int k = 0; k < keys_; ++k) {
+    if (quota(team, k).nominal_milli >= 0) return true;
+  }
+  return false;
 }
 
 bool QuotaLedger::borrowing(int team) const {

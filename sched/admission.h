@@ -17,6 +17,11 @@ struct QuotaVerdict {
   bool admitted = true;
   int64_t over_milli = 0;  // how far the request would exceed quota + borrowable
   int key = -1;            // quota key (GPU model index, or models count for "all")
+  // Admitted only by borrowing unused quota of other cohort members.
+  bool borrows = false;
+  // Refused although within the team's own nominal quota: cohort members borrowed it (the
+  // team may reclaim it from them).
+  bool lent = false;
 };
 
 class QuotaLedger {
@@ -35,6 +40,11 @@ class QuotaLedger {
   bool borrowing(int team) const;
   // True when the team, after taking `placement`, stays within its nominal quota.
   bool within_nominal_after(const SnapshotJob& job, std::span<const Assignment> placement) const;
+  // Whether the job may reclaim lent quota for `placement`: some quota key it touches has a
+  // nominal quota (per model or "*"), and it stays within every such nominal quota.
+  bool may_reclaim_for(const SnapshotJob& job, std::span<const Assignment> placement) const;
+  // Whether any quota key of the team has a nominal quota.
+  bool has_nominal(int team) const;
   bool same_cohort(int a, int b) const;
   // Weighted dominant share over GPU models: max_m usage_m / capacity_m, divided by weight.
   double dominant_share(int team) const;

@@ -53,12 +53,46 @@ PreemptCause cause_of(VictimRule rule) {
   }
 }
 
-// A reclaiming team must stay within its nominal quota (all models) with the new job.
+// A cheap test before any search: a reclaiming team needs a nominal quota, and stays within its
+// "*" quota, when it has one, with the new job. The per-model quotas are checked on the
+// placement the search finds (QuotaLedger::may_reclaim_for).
 bool may_reclaim(const PlanContext& ctx, const SnapshotJob& job) {
-  if (job.team < 0 || !ctx.ledger.has_quotas()) return false;
+  if (!ctx.ledger.has_nominal(job.team)) return false;
   const int all = static_cast<int>(ctx.snap.gpu_models.size());
   const int64_t nominal = ctx.ledger.nominal(job.team, all);
-  return nominal >= 0 && ctx.ledger.usage(job.team, all) + job.gpu_share().value() <= nominal;
+  return nominal < 0 || ctx.ledger.usage(job.team, all) + job.gpu_share().value() <= nominal;
+}
+
+// Adds (sign +1) or removes (-1) the quota usage of the jobs at `positions`.
+void count_usage(PlanContext& ctx, std::span<const int32_t> positions, int sign) {
+  for (int32_t pos : positions) {
+    const int v = ctx.victim_order.jobs[pos];
+    ctx.ledger.add(ctx.snap.jobs[v], ctx.snap.jobs[v].placement, sign);
+  }
+}
+
+// Condemns `victims` (job indices) for the job, promises it the GPUs of `placement` and the
+// leaving jobs at `claimed`, and records that it waits.
+void condemn(PlanContext& ctx, const SnapshotJob& job, std::vector<int> victims,
+             const std::vector<int32_t>& claimed, const std::vector<Assignment>& placement) {
+  VictimOrder& order = ctx.victim_order;
+  // The GPUs of the leaving jobs this job counts on are promised to it: later jobs in this plan
+  // must not count on them too (they would wait for capacity that is not coming).
+  std::erase_if(order.leaving, [&](int32_t pos) {
+    return std::find(claimed.begin(), claimed.end(), pos) != claimed.end();
+  });
+  // By job id, not vector position, so the plan does not depend on the snapshot's job order.
+  std::sort(victims.begin(), victims.end(),
+            [&](int a, int b) { return ctx.snap.jobs[a].id < ctx.snap.jobs[b].id; });
+  for (int v : victims) {
+    ctx.condemned[v] = 1;  // leaving now, and promised to this job: not in victim_order.leaving
+    order.gone[order.pos_of[v]] = 1;
+    ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
+  }
+  // Hold the free part of the future placement: otherwise lower-ranked jobs take those GPUs
+  // while the victims are in their grace period, and the job must preempt again (a livelock).
+  ctx.state.hold_free(placement);
+  ctx.wait(job, Stage::Preemption, WaitCode::AwaitingVictims, static_cast<int64_t>(victims.size()));
 }
 
 struct Candidate {
@@ -68,14 +102,14 @@ struct Candidate {
 
 }  // namespace
 
-bool preempt_for(PlanContext& ctx, int job_idx) {
+PreemptResult preempt_for(PlanContext& ctx, int job_idx) {
   const SnapshotJob& job = ctx.snap.jobs[job_idx];
   const bool reclaim = ctx.traits.victims == VictimRule::QuotaReclaim;
-  if (reclaim && (!ctx.cfg.fair.reclaim || !may_reclaim(ctx, job))) return false;
+  if (reclaim && (!ctx.cfg.fair.reclaim || !may_reclaim(ctx, job))) return {};
   // Eligibility shrinks down the ranking, so a shape that found no victims never will again
   // in this plan; reclaim depends on the team, so it is not memoized.
   const Shape shape = shape_of(job);
-  if (!reclaim && ctx.preempt_memo.known_not_to_fit(shape)) return false;
+  if (!reclaim && ctx.preempt_memo.known_not_to_fit(shape)) return {};
 
   VictimOrder& order = ctx.victim_order;
   if (!order.built) {
@@ -128,26 +162,70 @@ bool preempt_for(PlanContext& ctx, int job_idx) {
   }
   if (!fits) {
     if (!reclaim) ctx.preempt_memo.record_failure(shape);
-    return false;
+    return {};
   }
-  // The GPUs of the leaving jobs this job counts on are promised to it: later jobs in this plan
-  // must not count on them too (they would wait for capacity that is not coming).
-  auto& leaving_pos = order.leaving;
-  std::erase_if(leaving_pos, [&](int32_t pos) {
-    return std::find(claimed.begin(), claimed.end(), pos) != claimed.end();
-  });
-  // By job id, not vector position, so the plan does not depend on the snapshot's job order.
-  std::sort(victims.begin(), victims.end(),
-            [&](int a, int b) { return ctx.snap.jobs[a].id < ctx.snap.jobs[b].id; });
-  for (int v : victims) {
-    ctx.condemned[v] = 1;  // leaving now, and promised to this job: not in victim_order.leaving
-    order.gone[order.pos_of[v]] = 1;
-    ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
+  // Quota, before anyone is preempted: on the placement the job will get, with what the
+  // victims and the leaving jobs it counts on hold returned to their teams.
+  std::vector<int32_t> returned = claimed;
+  for (int v : victims) returned.push_back(order.pos_of[v]);
+  count_usage(ctx, returned, -1);
+  const QuotaVerdict verdict = ctx.ledger.check(job, future);
+  const bool reclaim_ok = !reclaim || ctx.ledger.may_reclaim_for(job, future);
+  count_usage(ctx, returned, +1);
+  if (!verdict.admitted) return {PreemptResult::OverQuota, verdict.over_milli};
+  if (!reclaim_ok) return {};
+  condemn(ctx, job, std::move(victims), claimed, future);
+  return {PreemptResult::AwaitingVictims};
+}
+
+bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignment>& placement) {
+  const SnapshotJob& job = ctx.snap.jobs[job_idx];
+  if (ctx.traits.victims != VictimRule::QuotaReclaim || !ctx.cfg.fair.reclaim) return false;
+  if (!ctx.ledger.may_reclaim_for(job, placement)) return false;
+  VictimOrder& order = ctx.victim_order;
+  if (!order.built) {
+    order.build(ctx.snap, ctx.rank_of, ctx.traits.victims, ctx.cfg.tiresias, ctx.cfg.min_runtime);
   }
-  // Hold the free part of the future placement: otherwise lower-ranked jobs take those GPUs
-  // while the victims are in their grace period, and the job must preempt again (a livelock).
-  ctx.state.hold_free(future);
-  ctx.wait(job, Stage::Preemption, WaitCode::AwaitingVictims, static_cast<int64_t>(victims.size()));
+  const std::vector<uint8_t> reclaimable = reclaimable_teams(ctx, job.team);
+  auto admitted = [&] { return ctx.ledger.check(job, placement).admitted; };
+  // Quota held by leaving jobs of the cohort comes back anyway; then the borrowers' jobs,
+  // newest start first.
+  std::vector<Candidate> released;
+  bool ok = false;
+  for (size_t i = 0; !ok && i < order.leaving.size(); ++i) {
+    const int32_t pos = order.leaving[i];
+    const int team = order.facts[pos].team;
+    if (team < 0 || team == job.team || !ctx.ledger.same_cohort(team, job.team)) continue;
+    count_usage(ctx, std::span(&pos, 1), -1);
+    released.push_back({pos, true});
+    ok = admitted();
+  }
+  const VictimFacts job_facts = facts_of(job, ctx.cfg.tiresias);
+  const auto end = static_cast<int32_t>(order.jobs.size());
+  for (int32_t pos = order.staying_from(0); !ok && pos < end; pos = order.staying_from(pos + 1)) {
+    if (!eligible(ctx, job_facts, order.facts[pos], reclaimable)) continue;
+    count_usage(ctx, std::span(&pos, 1), -1);
+    released.push_back({pos, false});
+    ok = admitted();
+  }
+  std::vector<int> victims;
+  std::vector<int32_t> claimed;
+  for (size_t k = released.size(); k-- > 0;) {
+    const int32_t pos = released[k].pos;
+    count_usage(ctx, std::span(&pos, 1), +1);  // they hold their quota until they stop
+    if (!ok || admitted()) continue;           // reprieved (or nothing to do)
+    count_usage(ctx, std::span(&pos, 1), -1);
+    if (released[k].leaving) {
+      claimed.push_back(pos);
+    } else {
+      victims.push_back(order.jobs[pos]);
+    }
+  }
+  if (!ok) return false;
+  std::vector<int32_t> condemned_pos = claimed;
+  for (int v : victims) condemned_pos.push_back(order.pos_of[v]);
+  count_usage(ctx, condemned_pos, +1);
+  condemn(ctx, job, std::move(victims), claimed, placement);
   return true;
 }
 

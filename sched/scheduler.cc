@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <queue>
+#include <utility>
 
 #include "sched/autoscale.h"
 #include "sched/internal/plan_context.h"
@@ -18,12 +19,14 @@ using internal::Backfill;
 using internal::FitMemo;
 using internal::PlanContext;
 
-enum class Attempt { Started, NotNow, Never, OverQuota };
+enum class Attempt { Started, NotNow, Never, OverQuota, Deferred };
 
 struct AttemptResult {
   Attempt attempt;
   uint8_t filter = 0;
   int64_t over_milli = 0;
+  bool lent = false;                  // OverQuota within nominal: cohort members borrowed it
+  std::vector<Assignment> placement;  // OverQuota: where it would have started
 };
 
 class Walk {
@@ -56,11 +59,23 @@ class Walk {
       ctx_.wait(job, Stage::Placement, WaitCode::NeverFits, 0, r.filter);
       return;
     }
+    if (r.attempt == Attempt::Deferred) {
+      deferred_.push_back(idx);
+      return;
+    }
     if (r.attempt == Attempt::OverQuota) {
+      if (r.lent && internal::reclaim_lent_quota(ctx_, idx, r.placement)) return;
       ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, r.over_milli);
       return;
     }
-    if (ctx_.traits.victims != VictimRule::None && internal::preempt_for(ctx_, idx)) return;
+    if (ctx_.traits.victims != VictimRule::None) {
+      const internal::PreemptResult p = internal::preempt_for(ctx_, idx);
+      if (p.kind == internal::PreemptResult::AwaitingVictims) return;
+      if (p.kind == internal::PreemptResult::OverQuota) {
+        ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, p.over_milli);
+        return;
+      }
+    }
     if (ctx_.traits.strict_fifo) blocker_ = job.id;
     if (ctx_.traits.backfill && !backfill_) backfill_.emplace(ctx_, idx);
     ctx_.wait(job, Stage::Placement, WaitCode::NoCapacityNow, job.gpu_share().value(), r.filter);
@@ -86,6 +101,9 @@ class Walk {
       case Attempt::OverQuota:
         ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, r.over_milli);
         return;
+      case Attempt::Deferred:
+        deferred_.push_back(idx);
+        return;
       case Attempt::NotNow:
         ctx_.wait(job, Stage::Backfill, WaitCode::BackfillWouldDelay, backfill_->head().value(),
                   r.filter);
@@ -109,12 +127,25 @@ class Walk {
       return {Attempt::NotNow, placed.filter};
     }
     const QuotaVerdict verdict = ctx_.ledger.check(job, placed.placement);
-    if (!verdict.admitted) return {Attempt::OverQuota, 0, verdict.over_milli};
+    if (!verdict.admitted) {
+      return {Attempt::OverQuota, 0, verdict.over_milli, verdict.lent, std::move(placed.placement)};
+    }
+    if (verdict.borrows && defer_borrowing_) return {Attempt::Deferred};
     ctx_.start(idx, std::move(placed.placement));
     return {Attempt::Started};
   }
 
+ public:
+  // While set, a job that could start only by borrowing cohort quota is set aside (deferred())
+  // instead: requests within their team's own quota are served first, as Kueue does, so what
+  // is admitted does not depend on the order of teams.
+  void defer_borrowing(bool on) { defer_borrowing_ = on; }
+  std::vector<int> take_deferred() { return std::exchange(deferred_, {}); }
+
+ private:
   PlanContext& ctx_;
+  bool defer_borrowing_ = false;
+  std::vector<int> deferred_;
   JobId blocker_ = util::kNoJob;
   std::optional<Backfill> backfill_;
   std::unordered_map<internal::Shape, uint8_t, internal::ShapeHash> never_;
@@ -161,6 +192,10 @@ void walk_fair_share(PlanContext& ctx) {
     if (!queue[t].empty()) heap.emplace(share(t), t);
   }
   Walk walk(ctx);
+  // First pass: what fits within the teams' own quotas; then, in the same order, what needs to
+  // borrow. A tie between equal shares goes to the lower team index, so without the two passes
+  // a borrower listed first could take quota a lender listed second is then refused.
+  walk.defer_borrowing(ctx.ledger.has_quotas());
   while (!heap.empty()) {
     auto [s, t] = heap.top();
     heap.pop();
@@ -171,6 +206,8 @@ void walk_fair_share(PlanContext& ctx) {
     walk.consider(queue[t][next[t]++]);
     if (next[t] < queue[t].size()) heap.emplace(share(t), t);
   }
+  walk.defer_borrowing(false);
+  for (int idx : walk.take_deferred()) walk.consider(idx);
 }
 
 }  // namespace

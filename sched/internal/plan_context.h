@@ -68,10 +68,24 @@ struct PlanContext {
   void start(int job_idx, std::vector<Assignment> placement);
 };
 
+// What a victim search for one pending job came to.
+struct PreemptResult {
+  enum Kind { NoVictims, AwaitingVictims, OverQuota } kind = NoVictims;
+  int64_t over_milli = 0;  // OverQuota: by how much the team's quota would still be exceeded
+};
+
 // Tries to find running jobs whose preemption lets `job` (at `job_idx`) fit. On success the
 // victims are appended to the plan and marked condemned; the state is left unchanged (victims
-// hold their GPUs until they stop). Returns true when the job now waits for victims.
-bool preempt_for(PlanContext& ctx, int job_idx);
+// hold their GPUs until they stop). The job's quota is checked on the placement it would get,
+// with the victims' usage returned, before any victim is condemned: a job its quota refuses
+// preempts nobody (OverQuota).
+PreemptResult preempt_for(PlanContext& ctx, int job_idx);
+
+// For a job that fits the free capacity at `placement` and is within its team's nominal quota,
+// but whose quota cohort members borrowed: preempts borrowing jobs of those members (newest
+// start first, then reprieve) until the cohort returns enough of it. Fair policy with reclaim
+// only. Returns true when the job now waits for its victims.
+bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignment>& placement);
 
 // EASY backfill: reserves, for the first job that does not fit (the head), the GPUs it will
 // get at the earliest time the running jobs' runtime limits free enough (the shadow time).
