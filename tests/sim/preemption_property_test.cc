@@ -1,0 +1,164 @@
+// Property tests of the preemptive policies at cluster scale: on random workloads with gangs,
+// on random heterogeneous clusters, every job finishes and no job is preempted without bound.
+// Also the simulator's watchdog, on a public workload where preemption without a minimum run
+// time goes round in circles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "sim/metrics.h"
+#include "sim/simulator.h"
+#include "sim/workload.h"
+
+namespace trainyard::sim {
+namespace {
+
+struct RandomCase {
+  ClusterConfig cluster;
+  Workload workload;
+  int smallest_node = 8;
+};
+
+// Two or three pools of different GPU models, 4 or 8 GPUs per node, 2-4 nodes each.
+RandomCase random_case(uint64_t seed, int jobs) {
+  std::mt19937_64 rng(seed);
+  static const char* kModels[] = {"T4", "RTX-2080TI", "A100-40GB", "V100-16GB", "H100"};
+  std::string yaml = "pools:\n";
+  int smallest = 8;
+  const int pools = 2 + static_cast<int>(rng() % 2);
+  for (int p = 0; p < pools; ++p) {
+    const int per_node = rng() % 2 ? 8 : 4;
+    smallest = std::min(smallest, per_node);
+    yaml += fmt::format(
+        "  - name: p{}\n    gpu: {}\n    gpusPerNode: {}\n    nodes: {}\n    "
+        "nodesPerRack: 2\n",
+        p, kModels[(seed + p) % 5], per_node, 2 + rng() % 3);
+  }
+  auto cluster = parse_cluster_yaml(yaml, "random.yaml");
+  EXPECT_TRUE(cluster.is_ok()) << cluster.status().to_string() << "\n" << yaml;
+  Workload w;
+  double t = 0;
+  for (int i = 0; i < jobs; ++i) {
+    t += std::exponential_distribution<double>(1.0 / 90)(rng);
+    TraceJob j;
+    j.submit = util::from_seconds(t);
+    j.duration =
+        util::seconds_f(60.0 * std::pow(10.0, std::uniform_real_distribution<>(0, 2.5)(rng)));
+    // Gangs of up to 2 workers of up to a whole (smallest) node.
+    const int per_worker = std::array<int, 4>{1, 2, 4, smallest}[rng() % 4];
+    j.spec.worker.gpus = std::min(per_worker, smallest);
+    j.spec.workers = rng() % 4 == 0 ? 2 : 1;
+    j.spec.team = "team" + std::to_string(rng() % 3);
+    j.spec.priority = static_cast<int>(rng() % 3) * 100;
+    j.has_priority = true;
+    j.spec.checkpoint_interval = util::seconds(std::array<int, 3>{0, 300, 1800}[rng() % 3]);
+    w.jobs.push_back(std::move(j));
+  }
+  TraceOptions o;
+  o.checkpoint_interval = util::Duration(0);
+  o.runtime_limit = RuntimeLimitMode::Rounded;
+  finalize(w, o);
+  return {*cluster, std::move(w), smallest};
+}
+
+TEST(PreemptionProperty, EveryJobFinishesAndPreemptionsAreBoundedOnRandomHeterogeneousClusters) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const RandomCase c = random_case(seed, 250);
+    for (const char* policy : {"srtf", "tiresias", "fair", "priority"}) {
+      SimOptions o;
+      o.policy.name = policy;
+      o.full_invariant_check = true;
+      const std::string what = fmt::format("seed {} policy {}", seed, policy);
+      auto r = simulate(c.workload, c.cluster, o);
+      ASSERT_TRUE(r.is_ok()) << what << ": " << r.status().message();
+      EXPECT_EQ(r->unfinished, 0) << what;
+      EXPECT_EQ(r->jobs.size(), c.workload.jobs.size()) << what;
+      // The minimum run time bounds preemptions: each one ends an attempt that ran at least
+      // min_runtime, so a job is preempted at most once per min_runtime of its time in the
+      // system after its first start. A cycle breaks this at once.
+      for (const JobOutcome& j : r->jobs) {
+        const double span = util::to_seconds(j.finish - j.first_start);
+        EXPECT_LE(j.preemptions, span / util::to_seconds(o.policy.min_runtime) + 1)
+            << what << " job " << j.id.value();
+      }
+      EXPECT_LE(summarize(*r).preemptions_per_job, 20.0) << what;
+    }
+  }
+}
+
+const std::string kSia = std::string(TY_SHARED_DIR) + "/traces/sia-workloads/philly/workload-1.csv";
+
+// The Sia paper's 64-GPU cluster of three GPU types.
+ClusterConfig sia_cluster() {
+  auto c = parse_cluster_yaml(
+      "pools:\n"
+      "  - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 6}\n"
+      "  - {name: rtx, gpu: RTX-2080TI, gpusPerNode: 8, nodes: 3}\n"
+      "  - {name: a100, gpu: A100-40GB, gpusPerNode: 8, nodes: 2}\n",
+      "sia.yaml");
+  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+  return *c;
+}
+
+TEST(PreemptionProperty, TiresiasFinishesTheSiaWorkloadThatUsedToLivelock) {
+  if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
+  auto w = load_trace("auto", kSia, TraceOptions{});
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  SimOptions o;
+  o.policy.name = "tiresias";
+  auto r = simulate(*w, sia_cluster(), o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->jobs.size(), w->jobs.size());
+  EXPECT_LE(summarize(*r).preemptions_per_job, 10.0);
+}
+
+TEST(PreemptionProperty, WatchdogNamesTheJobsOfAPreemptionCycle) {
+  if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
+  TraceOptions t;
+  t.max_jobs = 127;
+  auto w = load_trace("auto", kSia, t);
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  SimOptions o;
+  o.policy.name = "tiresias";
+  o.policy.min_runtime = util::Duration(0);  // what used to livelock
+  auto r = simulate(*w, sia_cluster(), o);
+  ASSERT_FALSE(r.is_ok());
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("no job finished or saved a checkpoint for"), std::string::npos) << m;
+  EXPECT_NE(m.find("preempted"), std::string::npos) << m;
+  EXPECT_NE(m.find("times)"), std::string::npos) << m;
+}
+
+TEST(PreemptionProperty, WatchdogStopsAClockThatDoesNotMove) {
+  // Two jobs on one GPU with priority preemption: every plan at the arrival time is a round at
+  // the same instant; a limit of one round proves the check fires and names the jobs.
+  auto c =
+      parse_cluster_yaml("pools:\n  - {name: p, gpu: T4, gpusPerNode: 1, nodes: 1}\n", "one.yaml");
+  ASSERT_TRUE(c.is_ok());
+  Workload w;
+  for (int i = 0; i < 3; ++i) {
+    TraceJob j;
+    j.submit = util::from_seconds(0);
+    j.duration = util::seconds(100);
+    j.spec.worker.gpus = 1;
+    w.jobs.push_back(j);
+  }
+  TraceOptions t;
+  t.runtime_limit = RuntimeLimitMode::Exact;
+  finalize(w, t);
+  SimOptions o;
+  o.policy.name = "fifo";
+  o.same_time_limit = 0;
+  auto r = simulate(w, *c, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("the simulated clock stopped at t=0s"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("job 1"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace trainyard::sim
