@@ -185,6 +185,15 @@ int run(const SimulateArgs& a) {
   }
   auto cluster = load_cluster(a);
   if (!cluster.is_ok()) return fail(cluster.status());
+  // Gangs are cut to fit the cluster's smallest GPU node.
+  for (const model::Node& n : cluster->nodes) {
+    if (n.gpu_count > 0 && (topts.gpus_per_node == 0 || n.gpu_count < topts.gpus_per_node))
+      topts.gpus_per_node = n.gpu_count;
+  }
+  for (const model::Pool& p : cluster->pools) {
+    if (p.gpus_per_node > 0 && (topts.gpus_per_node == 0 || p.gpus_per_node < topts.gpus_per_node))
+      topts.gpus_per_node = p.gpus_per_node;
+  }
   auto workload = load_workload(a, topts);
   if (!workload.is_ok()) return fail(workload.status());
   std::fprintf(stderr, "trainyard simulate: %zu jobs from %s", workload->jobs.size(),

@@ -65,6 +65,11 @@ util::Result<std::vector<std::string>> split_list(const CsvReader& csv, int col)
   return out;
 }
 
+int worker_gpu_limit(int trace_server_gpus, const TraceOptions& opts) {
+  return opts.gpus_per_node > 0 ? std::min(trace_server_gpus, opts.gpus_per_node)
+                                : trace_server_gpus;
+}
+
 void split_into_workers(int64_t gpus, int per_node_max, model::JobSpec& spec) {
   if (gpus <= 0) {
     spec.workers = 1;

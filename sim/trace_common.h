@@ -39,6 +39,9 @@ util::Result<std::vector<std::string>> split_list(const CsvReader& csv, int col)
 // Sets spec.workers x spec.worker.gpus for `gpus` GPUs: one worker when gpus <= per_node_max,
 // else workers of the largest count <= per_node_max that divides gpus (12 on 8 -> 2 x 6).
 void split_into_workers(int64_t gpus, int per_node_max, model::JobSpec& spec);
+// The worker size limit for a trace whose servers had `trace_server_gpus` GPUs, replayed with
+// `opts` (TraceOptions::gpus_per_node, when set, is the smaller limit).
+int worker_gpu_limit(int trace_server_gpus, const TraceOptions& opts);
 
 // Runs `parse_row` on every row and applies the bad-row rules (handle_bad_row) to failures.
 template <typename ParseRow>

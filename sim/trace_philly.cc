@@ -66,7 +66,7 @@ util::Result<Workload> load_philly_from_text(std::string text, const std::string
     j.submit = util::from_seconds(static_cast<double>(*ts));
     j.duration = util::seconds_f(duration);
     j.spec.team = std::string(vc);
-    split_into_workers(gpus, kPhillyGpusPerServer, j.spec);  // 12 -> 2 x 6
+    split_into_workers(gpus, worker_gpu_limit(kPhillyGpusPerServer, opts), j.spec);  // 12 -> 2 x 6
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
   }));

@@ -49,7 +49,9 @@ constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
     {"yolov3", 4, 64, 14577, 0.7603},        // 4, local batch 16
 }};
 
-// Gangs are cut as for Philly (8-GPU servers), the node size of trainyard's example clusters.
+// Gangs are cut as for Philly (8-GPU servers), the node size of trainyard's example clusters,
+// or to the replayed cluster's smallest node (TraceOptions::gpus_per_node): the Pollux paper's
+// cluster has 4-GPU nodes.
 constexpr int kGpusPerServer = 8;
 
 struct Columns {
@@ -99,7 +101,7 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
     j.name = std::string(csv.field(c.name));
     j.submit = util::from_seconds(submit);
     j.spec.team = std::string(kDefaultTeam);
-    split_into_workers(replicas, kGpusPerServer, j.spec);
+    split_into_workers(replicas, worker_gpu_limit(kGpusPerServer, opts), j.spec);
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
   }));

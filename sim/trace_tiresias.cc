@@ -43,7 +43,7 @@ util::Result<Workload> load_tiresias_from_text(std::string text, const std::stri
     j.submit = util::from_seconds(submit);
     j.duration = util::seconds_f(duration);
     j.spec.team = std::string(kDefaultTeam);
-    split_into_workers(gpus, kTiresiasGpusPerServer, j.spec);
+    split_into_workers(gpus, worker_gpu_limit(kTiresiasGpusPerServer, opts), j.spec);
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
   }));

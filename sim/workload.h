@@ -55,6 +55,10 @@ struct TraceOptions {
   double normal_priority_share = 0.3;
   util::Duration checkpoint_interval = util::seconds(1800);  // when the trace has none
   int64_t max_jobs = 0;                                      // 0 = all
+  // When > 0, the GPU count of the cluster's smallest GPU node: gangs of the Philly, Tiresias,
+  // Pollux and Sia traces are cut into workers of at most this many GPUs (instead of the
+  // trace's own server size alone), so that they fit the replayed cluster's nodes.
+  int gpus_per_node = 0;
   // sacct: GRES type -> accelerator name, beside model/slurm_gres.h's built-in mapping (the
   // same overrides the slurm.conf reader gets, so jobs and nodes name the same models).
   std::map<std::string, std::string> gres_types;

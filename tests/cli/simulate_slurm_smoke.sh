@@ -40,5 +40,5 @@ printf 'NodeName=m[1-2] Gres=gpu:mi250:8 CPUs=64\n' >"$tmp/amd.conf"
 [ $? -eq 2 ] || fail "unmapped GRES type should exit 2"
 grep -q "amd.conf:1: NodeName=m\[1-2\]: GRES type 'mi250' has no mapping" "$tmp/err" || fail "gres error: $(cat "$tmp/err")"
 "$bin" simulate --trace "$trace" --cluster "$tmp/amd.conf" --slurm-gres-map mi250=A100-80GB \
-  --policy fifo --out "$tmp/o5" >/dev/null 2>"$tmp/err" || fail "--slurm-gres-map: $(cat "$tmp/err")"
+  --policy fifo --allow-unfinished --out "$tmp/o5" >/dev/null 2>"$tmp/err" || fail "--slurm-gres-map: $(cat "$tmp/err")"
 echo "simulate slurm smoke test passed"

@@ -28,6 +28,7 @@ import harness  # noqa: E402
 CONFIG = """reconcileIntervalSeconds: 0.05
 retryBackoff: {initialSeconds: 0.2, maxSeconds: 1}
 policy: priority
+minRuntimeSeconds: 0
 """
 MAX_BODY = 1 << 20
 TEAMS = ["a", "Team_A.b-9", "z" * 63, "0lab", "ml.research"]

@@ -224,7 +224,7 @@ class Specs(unittest.TestCase):
 
 class Preemption(unittest.TestCase):
     def test_low_priority_job_checkpoints_and_resumes(self):
-        s = harness.Server(config=FAST + "policy: priority\n").start()
+        s = harness.Server(config=FAST + "policy: priority\nminRuntimeSeconds: 0\n").start()
         try:
             low = s.run("--gpus", "4", "--name", "low", "--priority-class", "low", "--grace", "10",
                         "--", "sh", "-c",
@@ -269,7 +269,7 @@ class SdkPreemption(unittest.TestCase):
                           capture_output=True).returncode != 0:
             self.skipTest("torch is not importable by /usr/bin/python3: toy_train.py needs it")
         repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-        s = harness.Server(config=FAST + "policy: priority\n").start()
+        s = harness.Server(config=FAST + "policy: priority\nminRuntimeSeconds: 0\n").start()
         try:
             low = s.run("--gpus", "4", "--name", "toy-low", "--priority-class", "low", "--grace", "20",
                         "--workdir", repo, "--env", "PYTHONPATH=" + os.path.join(repo, "sdk", "python"),

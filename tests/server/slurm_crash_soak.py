@@ -45,6 +45,7 @@ import harness  # noqa: E402
 import slurm_harness as sh  # noqa: E402
 
 CONFIG = """policy: priority
+minRuntimeSeconds: 0
 retryBackoff: {initialSeconds: 0.2, maxSeconds: 1}
 """
 GPUS_PER_NODE = 2

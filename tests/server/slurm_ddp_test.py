@@ -224,7 +224,7 @@ def main():
     try:
         log(f"starting the Slurm cluster in {cluster.dir}")
         cluster.start()
-        server = slurm_server(cluster, config_extra="policy: priority\n").start()
+        server = slurm_server(cluster, config_extra="policy: priority\nminRuntimeSeconds: 0\n").start()
         log(f"server at {server.url}, state {server.state_dir}, shared {server.shared_dir}")
 
         ddp = submit(server, ddp_spec(ddp_out), workdir)

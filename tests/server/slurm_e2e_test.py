@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import slurm_harness as sh  # noqa: E402
 
-FAST = "policy: priority\nretryBackoff: {initialSeconds: 0.5, maxSeconds: 2}\n"
+FAST = "policy: priority\nminRuntimeSeconds: 0\nretryBackoff: {initialSeconds: 0.5, maxSeconds: 2}\n"
 
 
 def job_spec(name, command, workers=1, gpus=1, priority=100, preemptible=True, extra=""):

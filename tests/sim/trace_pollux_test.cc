@@ -64,6 +64,27 @@ TEST(PolluxTrace, DurationIsTheProfiledTimeToTarget) {
   EXPECT_EQ(w->jobs[2].submit, util::from_seconds(200));
 }
 
+TEST(PolluxTrace, GangsAreCutToTheClustersSmallestNode) {
+  // On the Pollux paper's cluster (4-GPU nodes) a 14-replica job is 7 workers of 2, and a
+  // 12-replica one 3 of 4; by default (8-GPU servers) they are 2 x 7 and 2 x 6, which no 4-GPU
+  // node can hold.
+  const std::string text = std::string(kHeader) +
+                           "imagenet-1,0,imagenet,14,3200\n"
+                           "imagenet-2,1,imagenet,12,3200\n";
+  TraceOptions four;
+  four.gpus_per_node = 4;
+  auto w = load_trace_from_text("pollux", text, "t.csv", four);
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  EXPECT_EQ(w->jobs[0].spec.workers, 7);
+  EXPECT_EQ(w->jobs[0].spec.worker.gpus, 2);
+  EXPECT_EQ(w->jobs[1].spec.workers, 3);
+  EXPECT_EQ(w->jobs[1].spec.worker.gpus, 4);
+  auto d = load_trace_from_text("pollux", text, "t.csv", {});
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+  EXPECT_EQ(d->jobs[0].spec.worker.gpus, 7);
+  EXPECT_EQ(d->jobs[1].spec.worker.gpus, 6);
+}
+
 TEST(PolluxTrace, RefusesConfigurationsTheProfilesDoNotCover) {
   for (const auto& [row, where] : std::vector<std::pair<std::string, std::string>>{
            {"x-1,10,gpt5,4,64", ":2:3: column 'application': no job profile"},
