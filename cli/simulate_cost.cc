@@ -60,8 +60,10 @@ void add_cost_sim_options(CLI::App* cmd, CostSimArgs& a) {
       ->group(group)
       ->capture_default_str();
   cmd->add_option("--spot-trace", a.spot_trace,
-                  "replay this spot trace (SkyPilot JSON or Bamboo CSV) for every spot offering "
-                  "instead of the seeded rate")
+                  "replay this spot trace for every spot offering instead of the seeded rate; "
+                  "the format is told from the content: SkyPilot JSON, or Bamboo CSV "
+                  "(time_ms,event,node event log; 'YYYY-MM-DD, HH:MM:SS, count' GCP trace; "
+                  "hours,count doc-data series) (docs/cost.md)")
       ->group(group);
   cmd->add_option("--rates", a.rates,
                   "interruption rates for the sensitivity table (empty = skip it)")

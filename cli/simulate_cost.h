@@ -16,7 +16,7 @@ struct CostSimArgs {
   std::string scenarios = "on-demand,spot-restart,spot-young,mixed";
   std::string catalog = "../shared/catalog";
   double interruption_rate = 0.2;  // per spot node-hour
-  std::string spot_trace;          // replay this file instead (SkyPilot JSON or Bamboo CSV)
+  std::string spot_trace;          // replay this file instead (cloud::load_spot_trace formats)
   std::string rates = "0.01,0.05,0.1,0.2,0.5";
   double checkpoint_cost_s = 30;
   double zone_backoff_s = 600;

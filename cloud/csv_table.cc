@@ -55,6 +55,17 @@ bool is_blank(const std::vector<std::string>& record) {
 }  // namespace
 
 util::Result<CsvTable> CsvTable::parse(std::string_view text, std::string name) {
+  TY_ASSIGN_OR_RETURN(CsvTable table, parse_rows(text, std::move(name)));
+  if (table.rows_.empty()) {
+    return util::invalid_argument(table.name_ + ":1: empty file (expected a header row)");
+  }
+  table.header_ = std::move(table.rows_.front());
+  table.rows_.erase(table.rows_.begin());
+  table.lines_.erase(table.lines_.begin());
+  return table;
+}
+
+util::Result<CsvTable> CsvTable::parse_rows(std::string_view text, std::string name) {
   CsvTable table;
   table.name_ = std::move(name);
   size_t pos = 0;
@@ -64,15 +75,8 @@ util::Result<CsvTable> CsvTable::parse(std::string_view text, std::string name) 
     const int record_line = line;
     TY_RETURN_IF_ERROR(split_record(text, pos, line, record, table.name_));
     if (is_blank(record)) continue;
-    if (table.header_.empty()) {
-      table.header_ = record;
-      continue;
-    }
     table.rows_.push_back(record);
     table.lines_.push_back(record_line);
-  }
-  if (table.header_.empty()) {
-    return util::invalid_argument(table.name_ + ":1: empty file (expected a header row)");
   }
   return table;
 }
@@ -109,10 +113,12 @@ std::string_view CsvTable::field(size_t row, int col) const {
 
 util::Status CsvTable::bad_value(size_t row, int col, std::string_view what,
                                  std::string_view fix) const {
-  return util::invalid_argument(name_ + ":" + std::to_string(lines_[row]) + ": column '" +
-                                header_[static_cast<size_t>(col)] + "' must be " +
-                                std::string(what) + ", got \"" + std::string(field(row, col)) +
-                                "\" (" + std::string(fix) + ")");
+  const std::string column = static_cast<size_t>(col) < header_.size()
+                                 ? "column '" + header_[static_cast<size_t>(col)] + "'"
+                                 : "field " + std::to_string(col + 1);
+  return util::invalid_argument(name_ + ":" + std::to_string(lines_[row]) + ": " + column +
+                                " must be " + std::string(what) + ", got \"" +
+                                std::string(field(row, col)) + "\" (" + std::string(fix) + ")");
 }
 
 }  // namespace trainyard::cloud

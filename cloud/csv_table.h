@@ -1,6 +1,7 @@
-// A minimal CSV reader for price catalogs: a header row, RFC 4180 quoting, fields looked up by
-// header name, and errors that name the file and line. The whole text is held in memory (the
-// largest catalog file is about 0.4 MB). sim/ has a similar reader that cloud/ may not include.
+// A minimal CSV reader for price catalogs and spot traces: a header row (or none), RFC 4180
+// quoting, fields looked up by header name or index, and errors that name the file and line. The
+// whole text is held in memory (the largest catalog file is about 0.4 MB). sim/ has a similar
+// reader that cloud/ may not include.
 #pragma once
 
 #include <string>
@@ -16,6 +17,9 @@ class CsvTable {
   // Parses `text`; `name` (usually the file path) prefixes every error message.
   static util::Result<CsvTable> parse(std::string_view text, std::string name);
   static util::Result<CsvTable> read_file(const std::string& path);
+  // Every non-blank record is a data row (no header; columns by index): for files whose header
+  // row is optional, where the caller decides whether row 0 is one. Never fails on an empty text.
+  static util::Result<CsvTable> parse_rows(std::string_view text, std::string name);
 
   const std::string& name() const { return name_; }
   size_t row_count() const { return rows_.size(); }
@@ -25,9 +29,11 @@ class CsvTable {
   util::Result<int> require_column(std::string_view header) const;
   // The field, or "" when the row is shorter than the header (trailing empty fields).
   std::string_view field(size_t row, int col) const;
+  // Fields the row has as written (may differ from the header's count).
+  size_t field_count(size_t row) const { return rows_[row].size(); }
   // 1-based line of a data row in the source text, for error messages.
   int line(size_t row) const { return lines_[row]; }
-  // "name:line: column 'x' must be <what>, got "value" (<fix>)".
+  // "name:line: column 'x' must be <what>, got "value" (<fix>)"; "field N" without a header.
   util::Status bad_value(size_t row, int col, std::string_view what, std::string_view fix) const;
 
  private:

@@ -1,25 +1,21 @@
-// Spot trace readers: SkyPilot count series (JSON) and Bamboo event logs (CSV) into one
-// step-function-plus-reclaims form that simcloud replays.
+// Spot trace readers: SkyPilot count series (JSON) and, through spot_trace_csv.cc, Bamboo's CSV
+// shapes, into one step-function-plus-reclaims form that simcloud replays. The format is told
+// from the content, so a file's extension does not matter.
 #include "cloud/spot_trace.h"
 
 #include <algorithm>
-#include <charconv>
+#include <cctype>
 #include <fstream>
-#include <limits>
-#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cloud/csv_table.h"
+#include "cloud/internal/spot_trace_parse.h"
+
 namespace trainyard::cloud {
-namespace {
+namespace internal {
 
-// Bounds that keep offsets far inside int64 microseconds and refuse nonsense early.
-constexpr int64_t kMaxGapSeconds = 7 * 24 * 3600;
-constexpr int64_t kMaxCount = 1'000'000;
-constexpr int64_t kMaxTimeMs = int64_t{100} * 365 * 24 * 3600 * 1000;  // a century
-
-// Appends a step unless the capacity did not change.
 void push_step(SpotTrace& t, util::Duration offset, int capacity) {
   if (!t.capacity.empty() && t.capacity.back().capacity == capacity) return;
   if (!t.capacity.empty() && t.capacity.back().offset == offset) {
@@ -29,24 +25,90 @@ void push_step(SpotTrace& t, util::Duration offset, int capacity) {
   t.capacity.push_back({.offset = offset, .capacity = capacity});
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
+void CountSeries::add(util::Duration offset, int count) {
+  if (has_pending_ && offset != pending_offset_) {
+    commit();
+    min_gap_ = std::min(min_gap_, offset - pending_offset_);
   }
-  return s;
+  has_pending_ = true;
+  pending_offset_ = offset;
+  pending_count_ = count;
 }
 
-std::vector<std::string_view> split_commas(std::string_view line) {
+void CountSeries::commit() {
+  if (pending_count_ < previous_) {
+    trace_.reclaims.push_back({.offset = pending_offset_,
+                               .nodes = previous_ - pending_count_,
+                               .to_zero = pending_count_ == 0});
+  }
+  if (trace_.capacity.empty() && pending_offset_ > util::Duration::zero()) {
+    push_step(trace_, {}, 0);
+  }
+  push_step(trace_, pending_offset_, pending_count_);
+  previous_ = pending_count_;
+}
+
+void CountSeries::finish(util::Duration period) {
+  if (!has_pending_) return;
+  commit();
+  has_pending_ = false;
+  const util::Duration gap = min_gap_ == util::Duration::max() ? kDefaultLastGap : min_gap_;
+  trace_.period = period > util::Duration::zero() ? period : pending_offset_ + gap;
+}
+
+std::vector<std::string_view> trimmed_fields(const CsvTable& rows, size_t row) {
   std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = line.find(',', start);
-    out.push_back(trim(line.substr(start, comma - start)));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+  for (size_t col = 0; col < rows.field_count(row); ++col) {
+    std::string_view s = rows.field(row, static_cast<int>(col));
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    out.push_back(s);
   }
   return out;
+}
+
+bool is_header_row(const CsvTable& rows) {
+  if (rows.row_count() == 0) return false;
+  const std::string_view first = trimmed_fields(rows, 0).front();
+  return !first.empty() && std::isalpha(static_cast<unsigned char>(first.front()));
+}
+
+}  // namespace internal
+
+namespace {
+
+constexpr int64_t kMaxGapSeconds = 7 * 24 * 3600;
+
+const char* const kFormats =
+    "expected SkyPilot JSON {\"metadata\": {\"gap_seconds\": N}, \"data\": [...]}, or Bamboo CSV "
+    "rows time_ms,event,node (event log), YYYY-MM-DD, HH:MM:SS, count (GCP trace) or "
+    "hours,count (doc-data series)";
+
+bool is_date(std::string_view s) {
+  return s.size() == 10 && s[4] == '-' && s[7] == '-' &&
+         std::all_of(s.begin(), s.begin() + 4, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Picks the Bamboo reader from the first data row (and the header, when there is one).
+util::Result<SpotTrace> parse_bamboo_csv(std::string_view text, std::string_view source) {
+  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(text, std::string(source)));
+  const bool header = internal::is_header_row(rows);
+  if (header && internal::trimmed_fields(rows, 0).front() == "time_ms") {
+    return internal::parse_bamboo_events(rows);
+  }
+  const size_t first = header ? 1 : 0;
+  if (first >= rows.row_count()) {
+    return util::invalid_argument(std::string(source) + ": no data rows (" + kFormats + ")");
+  }
+  const std::vector<std::string_view> f = internal::trimmed_fields(rows, first);
+  if (f.size() == 3 && (f[1] == "add" || f[1] == "remove")) {
+    return internal::parse_bamboo_events(rows);
+  }
+  if (f.size() == 3 && is_date(f[0])) return internal::parse_bamboo_gcp(rows);
+  if (f.size() == 2) return internal::parse_bamboo_series(rows);
+  return util::invalid_argument(std::string(source) + ":" + std::to_string(rows.line(first)) +
+                                ": cannot tell the spot trace format from this row of " +
+                                std::to_string(f.size()) + " fields (" + kFormats + ")");
 }
 
 }  // namespace
@@ -89,101 +151,41 @@ util::Result<SpotTrace> parse_skypilot_trace(std::string_view json, std::string_
   const util::Duration step = util::seconds(gap->get<int64_t>());
   SpotTrace t;
   t.source = name;
-  t.period = step * static_cast<int64_t>(data->size());
-  int previous = 0;
+  internal::CountSeries series(t);
   for (size_t i = 0; i < data->size(); ++i) {
     const nlohmann::json& v = (*data)[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxCount) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > internal::kMaxCount) {
       return util::invalid_argument(name + ": data[" + std::to_string(i) + "] is " + v.dump() +
                                     "; counts must be integers from 0 to " +
-                                    std::to_string(kMaxCount));
+                                    std::to_string(internal::kMaxCount));
     }
-    const int count = static_cast<int>(v.get<int64_t>());
-    const util::Duration offset = step * static_cast<int64_t>(i);
-    if (i > 0 && count < previous) {
-      t.reclaims.push_back({.offset = offset, .nodes = previous - count, .to_zero = count == 0});
-    }
-    push_step(t, offset, count);
-    previous = count;
+    series.add(step * static_cast<int64_t>(i), static_cast<int>(v.get<int64_t>()));
   }
+  series.finish(step * static_cast<int64_t>(data->size()));
   return t;
 }
 
 util::Result<SpotTrace> parse_bamboo_trace(std::string_view csv, std::string_view source) {
-  const std::string name(source);
-  SpotTrace t;
-  t.source = name;
-  std::set<std::string, std::less<>> live;
-  int64_t last_ms = -1;
-  int64_t min_gap_ms = std::numeric_limits<int64_t>::max();
-  int removed_now = 0;  // removes at last_ms
-  auto flush = [&] {
-    if (last_ms < 0) return;
-    const util::Duration offset = std::chrono::milliseconds(last_ms);
-    const int count = static_cast<int>(live.size());
-    if (removed_now > 0) {
-      t.reclaims.push_back({.offset = offset, .nodes = removed_now, .to_zero = count == 0});
-    }
-    if (t.capacity.empty() && offset > util::Duration::zero()) push_step(t, {}, 0);
-    push_step(t, offset, count);
-    removed_now = 0;
-  };
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < csv.size()) {
-    size_t end = csv.find('\n', pos);
-    if (end == std::string_view::npos) end = csv.size();
-    const std::string_view line = trim(csv.substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    const std::string where = name + ":" + std::to_string(line_no);
-    if (line.empty()) continue;
-    const std::vector<std::string_view> f = split_commas(line);
-    if (line_no == 1 && !f.empty() && f[0] == "time_ms") continue;  // header
-    if (f.size() != 3) {
-      return util::invalid_argument(where + ": expected 3 fields time_ms,event,node, got " +
-                                    std::to_string(f.size()));
-    }
-    int64_t ms = -1;
-    auto [ptr, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), ms);
-    if (ec != std::errc() || ptr != f[0].data() + f[0].size() || ms < 0 || ms > kMaxTimeMs) {
-      return util::invalid_argument(where + ": time_ms '" + std::string(f[0]) +
-                                    "' must be a non-negative integer of milliseconds");
-    }
-    if (ms < last_ms) {
-      return util::invalid_argument(where + ": time " + std::to_string(ms) +
-                                    " ms is before the previous row's; sort the log by time");
-    }
-    if (f[2].empty()) return util::invalid_argument(where + ": node name is empty");
-    if (ms > last_ms) {
-      flush();
-      if (last_ms >= 0) min_gap_ms = std::min(min_gap_ms, ms - last_ms);
-      last_ms = ms;
-    }
-    if (f[1] == "add") {
-      if (!live.emplace(f[2]).second) {
-        return util::invalid_argument(where + ": node '" + std::string(f[2]) +
-                                      "' is added twice without a remove");
-      }
-    } else if (f[1] == "remove") {
-      auto it = live.find(f[2]);
-      if (it == live.end()) {
-        return util::invalid_argument(where + ": node '" + std::string(f[2]) +
-                                      "' is removed but was never added");
-      }
-      live.erase(it);
-      ++removed_now;
-    } else {
-      return util::invalid_argument(where + ": event '" + std::string(f[1]) +
-                                    "' must be add or remove");
-    }
+  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  return internal::parse_bamboo_events(rows);
+}
+
+util::Result<SpotTrace> parse_bamboo_gcp_trace(std::string_view csv, std::string_view source) {
+  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  return internal::parse_bamboo_gcp(rows);
+}
+
+util::Result<SpotTrace> parse_bamboo_series_trace(std::string_view csv, std::string_view source) {
+  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  return internal::parse_bamboo_series(rows);
+}
+
+util::Result<SpotTrace> parse_spot_trace(std::string_view text, std::string_view source) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') {
+    return parse_skypilot_trace(text, source);
   }
-  if (last_ms < 0)
-    return util::invalid_argument(name + ": no events (expected time_ms,event,node rows)");
-  flush();
-  if (min_gap_ms == std::numeric_limits<int64_t>::max()) min_gap_ms = 60'000;
-  t.period = std::chrono::milliseconds(last_ms + min_gap_ms);
-  return t;
+  return parse_bamboo_csv(text, source);
 }
 
 util::Result<SpotTrace> load_spot_trace(const std::filesystem::path& path) {
@@ -191,12 +193,7 @@ util::Result<SpotTrace> load_spot_trace(const std::filesystem::path& path) {
   if (!in) return util::not_found(path.string() + ": cannot open (check the path)");
   std::ostringstream buf;
   buf << in.rdbuf();
-  const std::string ext = path.extension().string();
-  if (ext == ".json") return parse_skypilot_trace(buf.str(), path.string());
-  if (ext == ".csv") return parse_bamboo_trace(buf.str(), path.string());
-  return util::invalid_argument(path.string() +
-                                ": unknown spot trace format; use a SkyPilot .json or a Bamboo "
-                                ".csv file");
+  return parse_spot_trace(buf.str(), path.string());
 }
 
 util::Result<std::map<std::string, SpotTrace>> load_skypilot_zone_traces(

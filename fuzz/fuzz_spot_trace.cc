@@ -1,4 +1,5 @@
-// Feeds arbitrary bytes to the spot trace readers (SkyPilot JSON and Bamboo CSV). Each must
+// Feeds arbitrary bytes to the spot trace readers (SkyPilot JSON; Bamboo event logs, GCP traces
+// and doc-data series; the content sniffing of parse_spot_trace). Each must
 // return a SpotTrace or a Status; an accepted trace must be well formed for simcloud's replay
 // (positive period, steps sorted from 0, reclaims sorted inside one pass).
 #include <cstddef>
@@ -41,5 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (json.is_ok()) check_trace(*json);
   auto csv = cloud::parse_bamboo_trace(text, "fuzz.csv");
   if (csv.is_ok()) check_trace(*csv);
+  auto gcp = cloud::parse_bamboo_gcp_trace(text, "fuzz.txt");
+  if (gcp.is_ok()) check_trace(*gcp);
+  auto series = cloud::parse_bamboo_series_trace(text, "fuzz.csv");
+  if (series.is_ok()) check_trace(*series);
+  auto any = cloud::parse_spot_trace(text, "fuzz");
+  if (any.is_ok()) check_trace(*any);
   return 0;
 }

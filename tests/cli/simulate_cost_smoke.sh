@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end: `trainyard simulate` on a cloud cluster runs the four capacity scenarios side by
-# side on catalog prices, with a seeded rate and with a replayed spot trace; the showback equals
+# side on catalog prices, with a seeded rate and with replayed spot traces; the showback equals
 # the bill; the sensitivity table has a row per rate; a bad rate is refused with exit code 2.
 set -uo pipefail
 bin=$1
@@ -34,6 +34,12 @@ trace="$shared/traces/spot/skypilot-spot-traces/preemption/1-node/aws-04-22-2023
   2>"$tmp/stderr" || fail "replay exited $?: $(cat "$tmp/stderr")"
 grep -q "spot reclaims replayed from" "$tmp/stdout2" || fail "replay not named"
 grep -q "equals the bill" "$tmp/stdout2" || fail "books (replay)"
+# Bamboo's GCP count series (a .txt), told apart by content.
+"$bin" simulate --trace "$tmp/trace.csv" --cluster "$src/examples/clusters/cloud-v100.yaml" \
+  --catalog "$shared/catalog" --throughputs "" --scenarios spot-young --rates "" \
+  --spot-trace "$src/tests/data/bamboo-gcp-sample.txt" --out "$tmp/out4" >"$tmp/stdout4" \
+  2>"$tmp/stderr" || fail "GCP replay exited $?: $(cat "$tmp/stderr")"
+grep -q "replayed from .*bamboo-gcp-sample.txt" "$tmp/stdout4" || fail "GCP replay not named"
 
 "$bin" simulate --trace "$tmp/trace.csv" --cluster "$src/examples/clusters/cloud-v100.yaml" \
   --catalog "$shared/catalog" --throughputs "" --rates 0.1,fast --out "$tmp/o3" 2>"$tmp/err"

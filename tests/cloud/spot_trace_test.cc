@@ -77,6 +77,137 @@ TEST(SpotTrace, BambooErrorsNameTheLine) {
   EXPECT_FALSE(parse_bamboo_trace("", "q.csv").is_ok());
 }
 
+// tests/data/bamboo-gcp-sample.txt is hand-written in the shape of Bamboo's GCP traces
+// (github.com/uclasystem/bamboo, traces/gcloud/*.txt): "YYYY-MM-DD, HH:MM:SS, count" rows,
+// here two minutes apart across midnight.
+TEST(SpotTrace, BambooGcpCountsBecomeStepsAndReclaims) {
+  auto t = load_spot_trace(std::string(TY_SOURCE_DIR) + "/tests/data/bamboo-gcp-sample.txt");
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(t->period, seconds(1200));  // last row at 1080 s + the two-minute gap
+  std::vector<CapacityStep> steps = {{seconds(0), 4},   {seconds(240), 3}, {seconds(480), 0},
+                                     {seconds(720), 2}, {seconds(840), 5}, {seconds(1080), 1}};
+  EXPECT_EQ(t->capacity, steps);
+  std::vector<Reclaim> reclaims = {
+      {seconds(240), 1, false}, {seconds(480), 3, true}, {seconds(1080), 4, false}};
+  EXPECT_EQ(t->reclaims, reclaims);
+}
+
+TEST(SpotTrace, BambooGcpTakesAHeaderAndCommasWithoutSpaces) {
+  auto t = parse_spot_trace(
+      "date, time, count\n2021-12-31,23:59:30,5\n2022-01-01, 00:00:30, 5\n"
+      "2022-01-01, 00:00:30, 2\n2022-01-01,00:01:00,3\n",
+      "g.txt");
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(t->period, seconds(120));
+  std::vector<CapacityStep> steps = {{seconds(0), 5}, {seconds(60), 2}, {seconds(90), 3}};
+  EXPECT_EQ(t->capacity, steps);
+  std::vector<Reclaim> reclaims = {{seconds(60), 3, false}};
+  EXPECT_EQ(t->reclaims, reclaims);
+}
+
+TEST(SpotTrace, BambooGcpErrorsNameTheLineAndTheShape) {
+  auto expect_error = [](std::string_view text, std::string_view want) {
+    auto t = parse_bamboo_gcp_trace(text, "g.txt");
+    ASSERT_FALSE(t.is_ok()) << text;
+    EXPECT_NE(t.status().message().find(want), std::string::npos) << t.status().message();
+  };
+  expect_error("2021-12-11, 11:11:30, 5\n2021-12-11, 11:12:30\n",
+               "g.txt:2: expected 3 fields YYYY-MM-DD, HH:MM:SS, count");
+  expect_error("2021-02-30, 11:11:30, 5\n", "g.txt:1: '2021-02-30, 11:11:30' must be a date");
+  expect_error("2021-12-11, 24:00:00, 5\n", "g.txt:1:");
+  expect_error("2021-12-11, 11:11, 5\n", "g.txt:1:");
+  expect_error("2021-12-11, 11:11:30:, 5\n", "g.txt:1:");
+  expect_error("\n2021-12-11, 11:11:30, -2\n", "g.txt:2: count '-2' must be an integer");
+  expect_error("2021-12-11, 11:11:30, 5\n2021-12-11, 11:11:29, 5\n",
+               "g.txt:2: 2021-12-11, 11:11:29 is before the previous row's");
+  expect_error("2021-12-11, 11:11:30, 5\n2400-12-11, 11:11:30, 5\n", "g.txt:2: more than");
+  expect_error("date,time,count\n", "g.txt: no rows");
+}
+
+TEST(SpotTrace, BambooSeriesInDecimalHoursBecomeStepsAndReclaims) {
+  auto t = parse_spot_trace("0.000,0\n0.030,0\n0.030,9\n0.059,9\n0.059,7\n0.100,7\n", "s.csv");
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  // 0.030 h = 108 s, 0.059 h = 212.4 s, 0.100 h = 360 s; the smallest gap is 0.029 h.
+  const util::Duration ms = std::chrono::milliseconds(1);
+  std::vector<CapacityStep> steps = {{seconds(0), 0}, {seconds(108), 9}, {212'400 * ms, 7}};
+  EXPECT_EQ(t->capacity, steps);
+  std::vector<Reclaim> reclaims = {{212'400 * ms, 2, false}};
+  EXPECT_EQ(t->reclaims, reclaims);
+  EXPECT_EQ(t->period, seconds(360) + 104'400 * ms);
+}
+
+TEST(SpotTrace, BambooSeriesInWholeNumbersAreSecondsUnlessTheHeaderSaysHours) {
+  auto secs = parse_spot_trace("0,3\n100,3\n100,0\n", "s.csv");
+  ASSERT_TRUE(secs.is_ok()) << secs.status().to_string();
+  std::vector<Reclaim> at_100s = {{seconds(100), 3, true}};
+  EXPECT_EQ(secs->reclaims, at_100s);
+  EXPECT_EQ(secs->period, seconds(200));
+  auto hours = parse_spot_trace("Hours,count\n0,3\n1,3\n1,0\n", "s.csv");
+  ASSERT_TRUE(hours.is_ok()) << hours.status().to_string();
+  std::vector<Reclaim> at_1h = {{seconds(3600), 3, true}};
+  EXPECT_EQ(hours->reclaims, at_1h);
+  auto one = parse_spot_trace("0.000,8\n", "s.csv");  // one row: constant capacity
+  ASSERT_TRUE(one.is_ok()) << one.status().to_string();
+  EXPECT_EQ(one->capacity_at(seconds(1000)), 8);
+  EXPECT_TRUE(one->reclaims.empty());
+}
+
+TEST(SpotTrace, BambooSeriesErrorsNameTheLineAndTheShape) {
+  auto expect_error = [](std::string_view text, std::string_view want) {
+    auto t = parse_bamboo_series_trace(text, "s.csv");
+    ASSERT_FALSE(t.is_ok()) << text;
+    EXPECT_NE(t.status().message().find(want), std::string::npos) << t.status().message();
+  };
+  expect_error("0.0,1\n0.5\n", "s.csv:2: expected 2 fields hours,count");
+  expect_error("0.0,1\n0.5,x\n", "s.csv:2: count 'x' must be an integer from 0 to");
+  expect_error("0.0,1\n1.5e3,2\n", "s.csv:2: time '1.5e3' must be a non-negative decimal");
+  expect_error("-1,2\n", "s.csv:1: time '-1' must be a non-negative whole number of seconds");
+  expect_error("0.0,1\n0.0000000001,2\n", "s.csv:2: time");  // more than 9 decimals
+  expect_error("0.0,1\n99999999.0,2\n", "s.csv:2: time");    // past a century
+  expect_error("0.5,1\n0.25,2\n", "s.csv:2: time 0.25 hours is before the previous row's");
+  expect_error("hours,count\n", "s.csv: no rows");
+}
+
+TEST(SpotTrace, FormatIsToldFromTheContent) {
+  auto events = parse_spot_trace("0,add,a\n60000,remove,a\n", "x");
+  ASSERT_TRUE(events.is_ok()) << events.status().to_string();
+  EXPECT_EQ(events->reclaims.size(), 1u);
+  auto json = parse_spot_trace(R"(  {"metadata": {"gap_seconds": 10}, "data": [1, 0]})", "x");
+  ASSERT_TRUE(json.is_ok()) << json.status().to_string();
+  EXPECT_EQ(json->period, seconds(20));
+  auto unknown = parse_spot_trace("\n1,2,3,4\n", "u.dat");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("u.dat:2: cannot tell the spot trace format"),
+            std::string::npos)
+      << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find("hours,count"), std::string::npos);
+  EXPECT_FALSE(parse_spot_trace("", "e").is_ok());
+  EXPECT_FALSE(parse_spot_trace("\"unterminated,1\n", "q").is_ok());
+}
+
+TEST(SpotTrace, BambooDocDataFilesLoadInHoursAndSeconds) {
+  const std::string dir = kShared + "/traces/spot/bamboo/doc-data/";
+  auto p2 = load_spot_trace(dir + "aws-spot-instances-p2-xlarge-2020-11-20-to-2020-11-23.csv");
+  ASSERT_TRUE(p2.is_ok()) << p2.status().to_string();
+  EXPECT_GT(p2->period, seconds(88 * 3600));  // the series ends at 88.695 h
+  EXPECT_LT(p2->period, seconds(89 * 3600));
+  EXPECT_EQ(p2->capacity_at(seconds(60)), 0);  // 9 from 0.030 h = 108 s on
+  EXPECT_EQ(p2->capacity_at(seconds(120)), 9);
+  const std::string g4dn = dir + "aws-spot-instances-g4dn-xlarge-us-east-1c-2020-11-20-1930-to-";
+  auto in_s = load_spot_trace(g4dn + "2020-11-21-2200.csv");
+  auto in_h = load_spot_trace(g4dn + "2020-11-21-2200_scaled.csv");
+  ASSERT_TRUE(in_s.is_ok()) << in_s.status().to_string();
+  ASSERT_TRUE(in_h.is_ok()) << in_h.status().to_string();
+  ASSERT_EQ(in_s->reclaims.size(), in_h->reclaims.size());
+  ASSERT_FALSE(in_s->reclaims.empty());
+  for (size_t i = 0; i < in_s->reclaims.size(); ++i) {
+    EXPECT_EQ(in_s->reclaims[i].nodes, in_h->reclaims[i].nodes);
+    // The _scaled file rounds to 0.001 h = 3.6 s.
+    EXPECT_LE(std::chrono::abs(in_s->reclaims[i].offset - in_h->reclaims[i].offset),
+              std::chrono::milliseconds(1800));
+  }
+}
+
 TEST(SpotTrace, RealFilesLoad) {
   auto one = load_spot_trace(kPreemption + "/us-west-2b_v100_1.json");
   ASSERT_TRUE(one.is_ok()) << one.status().to_string();
