@@ -39,6 +39,7 @@ struct SimulateArgs {
   std::string runtime_limit = "rounded";
   std::string gittins_prior;
   double min_runtime_s = 300;
+  int max_victim_searches = 128;
   std::string tiresias_thresholds = "3200,25600";
   double starvation_factor = 8;
   bool allow_unfinished = false;
@@ -159,6 +160,7 @@ int run(const SimulateArgs& a) {
   topts.gres_types = slurm->gres_types;
   sched::PolicyConfig base;
   base.min_runtime = util::seconds_f(a.min_runtime_s);
+  base.max_victim_searches = a.max_victim_searches;
   base.tiresias.starvation_factor = a.starvation_factor;
   base.tiresias.queue_thresholds.clear();
   for (const std::string& t : split(a.tiresias_thresholds, ',')) {
@@ -344,6 +346,11 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--min-runtime", args->min_runtime_s,
                   "seconds a job's attempt runs before it may be preempted (every preemptive "
                   "policy; 0 = at once)")
+      ->capture_default_str();
+  cmd->add_option("--max-victim-searches", args->max_victim_searches,
+                  "victim searches per scheduling round; jobs ranked below wait for the next "
+                  "round (0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--tiresias-thresholds", args->tiresias_thresholds,
                   "tiresias queue boundaries in attained GPU-seconds, increasing, comma-separated")

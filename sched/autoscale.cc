@@ -29,6 +29,7 @@ bool is_capacity_wait(WaitCode c) {
     case WaitCode::HeadOfLine:
     case WaitCode::BackfillWouldDelay:
     case WaitCode::Unexamined:
+    case WaitCode::PreemptionDeferred:
       return true;
     default:
       return false;

@@ -48,6 +48,8 @@ std::string_view wait_code_name(WaitCode c) {
       return "AwaitingNodes";
     case WaitCode::Unexamined:
       return "Unexamined";
+    case WaitCode::PreemptionDeferred:
+      return "PreemptionDeferred";
   }
   return "Unknown";
 }
@@ -133,6 +135,11 @@ std::string describe(const WaitReason& r, const Snapshot& snap) {
           name_at(snap.pools, r.arg));
     case WaitCode::Unexamined:
       return fmt::format("{}: not reached this cycle", stage);
+    case WaitCode::PreemptionDeferred:
+      return fmt::format(
+          "{}: this cycle's {} victim searches went to higher-ranked jobs; it is searched next "
+          "cycle",
+          stage, r.arg);
   }
   return stage;
 }

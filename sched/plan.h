@@ -52,6 +52,8 @@ enum class WaitCode {
   BudgetExhausted,       // the team spent its budget for this period
   AwaitingNodes,         // nodes requested for it (arg: pool index) are being provisioned
   Unexamined,            // not reached this cycle (queue order put others first)
+  PreemptionDeferred,    // this plan's victim searches (arg: the limit) were spent on jobs
+                         // ranked higher; it is searched in a later plan
 };
 
 struct WaitReason {
@@ -63,6 +65,9 @@ struct WaitReason {
 };
 
 struct Plan {
+  // Some job waits with PreemptionDeferred: a driver should plan again soon even if nothing
+  // else changes.
+  bool victim_searches_capped = false;
   std::vector<StartAction> starts;
   std::vector<PreemptAction> preemptions;
   std::vector<WaitReason> waiting;  // one per pending job that did not start

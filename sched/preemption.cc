@@ -110,6 +110,7 @@ PreemptResult preempt_for(PlanContext& ctx, int job_idx) {
   // in this plan; reclaim depends on the team, so it is not memoized.
   const Shape shape = shape_of(job);
   if (!reclaim && ctx.preempt_memo.known_not_to_fit(shape)) return {};
+  if (!ctx.take_search(job)) return {PreemptResult::Deferred};
 
   VictimOrder& order = ctx.victim_order;
   if (!order.built) {
@@ -182,6 +183,7 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
   const SnapshotJob& job = ctx.snap.jobs[job_idx];
   if (ctx.traits.victims != VictimRule::QuotaReclaim || !ctx.cfg.fair.reclaim) return false;
   if (!ctx.ledger.may_reclaim_for(job, placement)) return false;
+  if (!ctx.take_search(job)) return true;  // waits PreemptionDeferred
   VictimOrder& order = ctx.victim_order;
   if (!order.built) {
     order.build(ctx.snap, ctx.rank_of, ctx.traits.victims, ctx.cfg.tiresias, ctx.cfg.min_runtime);

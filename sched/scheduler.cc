@@ -70,7 +70,10 @@ class Walk {
     }
     if (ctx_.traits.victims != VictimRule::None) {
       const internal::PreemptResult p = internal::preempt_for(ctx_, idx);
-      if (p.kind == internal::PreemptResult::AwaitingVictims) return;
+      if (p.kind == internal::PreemptResult::AwaitingVictims ||
+          p.kind == internal::PreemptResult::Deferred) {
+        return;
+      }
       if (p.kind == internal::PreemptResult::OverQuota) {
         ctx_.wait(job, Stage::Admission, WaitCode::QuotaExceeded, p.over_milli);
         return;

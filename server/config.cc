@@ -18,6 +18,7 @@ constexpr const char* kServerKeys[] = {"policy",
                                        "placement",
                                        "reconcileIntervalSeconds",
                                        "minRuntimeSeconds",
+                                       "maxVictimSearches",
                                        "tiresias",
                                        "retryBackoff",
                                        "noticeSignal",
@@ -173,6 +174,13 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
   if (const auto m = root["minRuntimeSeconds"]) {
     TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "minRuntimeSeconds", 0, 1e7));
     out.policy.min_runtime = util::seconds_f(s);
+  }
+  if (const auto m = root["maxVictimSearches"]) {
+    int64_t v = -1;
+    if (!m.IsScalar() || !YAML::convert<int64_t>::decode(m, v) || v < 0 || v > 1000000) {
+      return located(file, m, "maxVictimSearches must be a whole number 0..1000000 (0 = no limit)");
+    }
+    out.policy.max_victim_searches = static_cast<int>(v);
   }
   if (const auto t = root["tiresias"]) TY_RETURN_IF_ERROR(parse_tiresias(file, t, out));
   if (const auto r = root["reconcileIntervalSeconds"]) {

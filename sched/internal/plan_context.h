@@ -55,6 +55,18 @@ struct PlanContext {
   std::vector<uint8_t> condemned;  // per job index: chosen as a victim in this plan
   VictimOrder victim_order;
   std::vector<int> started_idx;  // job index of each plan.starts entry
+  int victim_searches = 0;       // searches made, against cfg.max_victim_searches
+  // Counts one victim search; false (and the job waits PreemptionDeferred) when the plan's
+  // budget is spent.
+  bool take_search(const SnapshotJob& job) {
+    if (cfg.max_victim_searches > 0 && victim_searches >= cfg.max_victim_searches) {
+      plan.victim_searches_capped = true;
+      wait(job, Stage::Preemption, WaitCode::PreemptionDeferred, cfg.max_victim_searches);
+      return false;
+    }
+    ++victim_searches;
+    return true;
+  }
   Plan plan;
 
   PlaceOptions place_options(const SnapshotJob& job) {
@@ -70,7 +82,8 @@ struct PlanContext {
 
 // What a victim search for one pending job came to.
 struct PreemptResult {
-  enum Kind { NoVictims, AwaitingVictims, OverQuota } kind = NoVictims;
+  // Deferred: the plan's search budget is spent; the wait is already recorded.
+  enum Kind { NoVictims, AwaitingVictims, OverQuota, Deferred } kind = NoVictims;
   int64_t over_milli = 0;  // OverQuota: by how much the team's quota would still be exceeded
 };
 
@@ -84,7 +97,8 @@ PreemptResult preempt_for(PlanContext& ctx, int job_idx);
 // For a job that fits the free capacity at `placement` and is within its team's nominal quota,
 // but whose quota cohort members borrowed: preempts borrowing jobs of those members (newest
 // start first, then reprieve) until the cohort returns enough of it. Fair policy with reclaim
-// only. Returns true when the job now waits for its victims.
+// only. Returns true when the job now waits: for its victims, or for a later plan when this
+// plan's victim searches are spent (PreemptionDeferred).
 bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignment>& placement);
 
 // EASY backfill: reserves, for the first job that does not fit (the head), the GPUs it will

@@ -131,6 +131,7 @@ inline void read_policy(const Reader& r, const YAML::Node& root, PolicyConfig& c
   cfg.placement = placement == "pack" ? PlacementStrategy::Pack : PlacementStrategy::Spread;
   // Scenarios state one rule each: victims are eligible at once unless a scenario sets it.
   cfg.min_runtime = secs(r.opt<double>(root, "min_runtime", 0));
+  cfg.max_victim_searches = r.opt<int>(root, "max_victim_searches", cfg.max_victim_searches);
   if (const YAML::Node t = root["tiresias"]) {
     r.only_keys(t, "tiresias", {"queue_thresholds", "starvation_factor", "gittins_prior"});
     if (t["queue_thresholds"])
@@ -320,7 +321,8 @@ inline constexpr WaitCode kWaitCodes[] = {
     WaitCode::DependencyUnfinished, WaitCode::QuotaExceeded,
     WaitCode::NoCapacityNow,        WaitCode::NeverFits,
     WaitCode::HeadOfLine,           WaitCode::BackfillWouldDelay,
-    WaitCode::AwaitingVictims,      WaitCode::Unexamined};
+    WaitCode::AwaitingVictims,      WaitCode::Unexamined,
+    WaitCode::PreemptionDeferred};
 inline constexpr Stage kStages[] = {Stage::Dependency, Stage::Admission, Stage::Placement,
                                     Stage::Preemption, Stage::Backfill,  Stage::Order};
 
@@ -405,7 +407,7 @@ inline void read_expect(const Reader& r, const YAML::Node& x, Scenario& sc) {
 
 inline Scenario read_scenario(const Reader& r, const YAML::Node& root, std::string file) {
   r.only_keys(root, "scenario",
-              {"description", "policy", "placement", "min_runtime", "tiresias", "fair", "now",
+              {"description", "policy", "placement", "min_runtime", "max_victim_searches", "tiresias", "fair", "now",
                "nodes", "teams", "jobs", "expect"});
   Scenario sc;
   sc.file = std::move(file);
