@@ -73,13 +73,9 @@ CostSummary summarize_cost(const SimResult& r) {
   s.scenario = r.policy;
   s.jobs = static_cast<int64_t>(r.jobs.size());
   s.unfinished = r.unfinished;
+  s.unfinished_by_reason = r.unfinished_by_reason;
   std::vector<double> jct;
-  double restart_s = 0;
-  int64_t stopped = 0;
-  for (const auto& j : r.jobs) {
-    jct.push_back(util::to_seconds(j.finish - j.submit));
-    stopped += j.interruptions;
-  }
+  for (const auto& j : r.jobs) jct.push_back(util::to_seconds(j.finish - j.submit));
   if (r.cost) {
     s.cost_usd = r.cost->total.cost_usd;
     s.idle_gpu_hours = r.cost->total.idle_gpu_hours;
@@ -90,17 +86,14 @@ CostSummary summarize_cost(const SimResult& r) {
     for (const auto& [name, p] : r.cost->pools) shown += p.idle_cost_usd;
     s.showback_usd = shown;
   }
-  double lost_wall_s = 0;
-  for (const auto& j : r.jobs) {
-    if (j.interruptions == 0) continue;
-    lost_wall_s += util::to_seconds(j.lost_work) * j.interruptions / std::max(1, j.preemptions);
-    restart_s +=
-        util::to_seconds(j.restart_overhead) * j.interruptions / std::max(1, j.preemptions);
-  }
+  // Over every job, not only the completed ones: under restart-from-scratch the jobs that lose
+  // most to reclaims are the ones that never finish.
   s.interruptions = r.interruptions;
-  if (stopped > 0) {
-    s.lost_s_per_interruption = lost_wall_s / static_cast<double>(stopped);
-    s.restart_s_per_interruption = restart_s / static_cast<double>(stopped);
+  s.interrupted_job_stops = r.interrupted_stops;
+  if (r.interrupted_stops > 0) {
+    const auto stops = static_cast<double>(r.interrupted_stops);
+    s.lost_s_per_interruption = util::to_seconds(r.interruption_lost_work) / stops;
+    s.restart_s_per_interruption = util::to_seconds(r.interruption_restart) / stops;
   }
   s.cost_per_job = s.jobs > 0 ? s.cost_usd / static_cast<double>(s.jobs) : 0;
   if (!jct.empty()) {
@@ -132,6 +125,16 @@ std::string cost_table(const std::vector<CostSummary>& rows) {
         format_duration_s(r.p99_jct_s), r.lost_gpu_hours, idle_pct, r.interruptions,
         format_duration_s(r.lost_s_per_interruption),
         format_duration_s(r.restart_s_per_interruption), r.peak_nodes);
+  }
+  for (const auto& r : rows) {
+    if (r.unfinished == 0) continue;
+    std::string why;
+    for (const auto& [reason, n] : r.unfinished_by_reason) {
+      why += fmt::format("{}{} {}", why.empty() ? "" : ", ", n, reason);
+    }
+    out += fmt::format("{}: {} unfinished ({}); {}\n", r.scenario, r.unfinished, why,
+                       r.stopped_at_horizon ? "the run stopped at its horizon"
+                                            : "nothing was left to happen before the horizon");
   }
   return out;
 }
@@ -175,6 +178,7 @@ util::Result<std::vector<std::string>> write_cost_report(const std::string& dir,
     summary.push_back({{"scenario", r.scenario},
                        {"jobs", r.jobs},
                        {"unfinished", r.unfinished},
+                       {"unfinished_by_reason", r.unfinished_by_reason},
                        {"cost_usd", r.cost_usd},
                        {"cost_per_job_usd", r.cost_per_job},
                        {"avg_jct_s", r.avg_jct_s},
@@ -184,6 +188,7 @@ util::Result<std::vector<std::string>> write_cost_report(const std::string& dir,
                        {"lost_gpu_hours", r.lost_gpu_hours},
                        {"lost_usd", r.lost_usd},
                        {"interruptions", r.interruptions},
+                       {"interrupted_job_stops", r.interrupted_job_stops},
                        {"lost_s_per_interruption", r.lost_s_per_interruption},
                        {"restart_s_per_interruption", r.restart_s_per_interruption},
                        {"peak_nodes", r.peak_nodes},

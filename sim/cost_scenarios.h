@@ -4,6 +4,7 @@
 // sensitivity to the interruption rate, and plots of cost and fleet size over time.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,16 +40,21 @@ struct CostSummary {
   std::string scenario;
   int64_t jobs = 0;        // completed
   int64_t unfinished = 0;  // left when the run stopped (never fit, or the horizon came)
-  double cost_usd = 0;     // the bill
+  // Why, per reason (SimResult::unfinished_by_reason; the counts sum to `unfinished`).
+  std::map<std::string, int64_t> unfinished_by_reason;
+  double cost_usd = 0;  // the bill
   double cost_per_job = 0;
   double avg_jct_s = 0, p99_jct_s = 0;
   double billed_gpu_hours = 0;
   double idle_gpu_hours = 0;
   double lost_gpu_hours = 0;  // work thrown away by interruptions and preemptions
   double lost_usd = 0;
-  int64_t interruptions = 0;
-  double lost_s_per_interruption = 0;  // wall time of work lost per reclaim, per job stopped
-  double restart_s_per_interruption = 0;
+  int64_t interruptions = 0;          // node reclaims
+  int64_t interrupted_job_stops = 0;  // jobs stopped by them (finished or not), one per stop
+  // Wall time of work lost per reclaim, per job stopped: the work thrown away by those stops
+  // ÷ interrupted_job_stops, over every job (also those left unfinished).
+  double lost_s_per_interruption = 0;
+  double restart_s_per_interruption = 0;  // restart delays paid after those stops ÷ the same
   int32_t peak_nodes = 0;
   double showback_usd = 0;  // Σ jobs + Σ idle from the ledger: equals cost_usd
   bool stopped_at_horizon = false;

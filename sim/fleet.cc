@@ -41,6 +41,16 @@ util::Result<std::unique_ptr<Fleet>> Fleet::create(const CloudScenario& scenario
   return f;
 }
 
+std::optional<Time> Fleet::next_reopen(Time now) const {
+  std::optional<Time> next;
+  for (const auto& p : snap_.pools) {
+    if (p.unavailable_until > now && (!next || p.unavailable_until < *next)) {
+      next = p.unavailable_until;
+    }
+  }
+  return next;
+}
+
 int Fleet::provisioning() const {
   int n = 0;
   for (const auto& p : snap_.pools) n += p.provisioning;
@@ -100,6 +110,7 @@ util::Result<bool> Fleet::poll(Time now,
         break;
       case cloud::ProviderEventKind::RequestFailed:
         req.done = true;
+        ++refusals_;
         --pool.provisioning;
         // Out of capacity in this zone: try the others; the pool is out when all of them are.
         if (req.zone >= 0 && req.zone < static_cast<int>(pool.zones.size())) {

@@ -66,6 +66,9 @@ class Fleet {
                           const std::function<void(const FleetNotice&)>& on_reclaim);
   // The next time the provider will report something, if known.
   std::optional<util::Time> next_event() const { return provider_->next_event_time(); }
+  // The earliest time after `now` when a pool that ran out of capacity may buy again, if any
+  // is waiting to: nothing else wakes a run whose jobs wait for such a pool.
+  std::optional<util::Time> next_reopen(util::Time now) const;
   // The jobs on a node changed: re-split its cost; an emptied node starts its idle clock.
   // Returns when the node may be released if it stays idle (for a replan), if ever.
   std::optional<util::Time> set_holders(int node_idx, std::vector<cloud::CostShare> shares,
@@ -90,6 +93,8 @@ class Fleet {
   // Running bill: USD per hour of every node up now.
   double usd_per_hour() const { return usd_per_hour_; }
   int interruptions() const { return interruptions_; }
+  // Node requests the provider refused (no capacity), so far.
+  int64_t refusals() const { return refusals_; }
   int provisioning() const;
 
  private:
@@ -134,6 +139,7 @@ class Fleet {
   int gpus_up_ = 0;
   double usd_per_hour_ = 0;
   int interruptions_ = 0;
+  int64_t refusals_ = 0;
 };
 
 }  // namespace trainyard::sim

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sched/invariants.h"
+#include "sched/plan.h"
 #include "sched/policy.h"
 #include "sched/queue_order.h"
 #include "sched/scheduler.h"
@@ -46,7 +47,9 @@ struct SimJob {
   // the attempt runs (interval + stall) / interval slower); 0 = none.
   Duration interval{0};
   Duration stall{0};
-  bool interrupted = false;  // the pending stop is a reclaim of one of its nodes
+  bool interrupted = false;                  // the pending stop is a reclaim of one of its nodes
+  bool restart_after_interruption = false;   // the last stop was a reclaim
+  std::optional<sched::WaitCode> last_wait;  // from the latest plan() that left it pending
 };
 
 bool cpu_only(const SimJob& j) {
@@ -166,10 +169,14 @@ class Simulation {
       r.billed_gpu_hours = r.cost->total.gpu_hours;
     }
     for (SimJob& j : jobs_) {
+      r.interrupted_stops += j.outcome.interruptions;
+      r.interruption_lost_work += j.outcome.interruption_lost_work;
+      r.interruption_restart += j.outcome.interruption_restart;
       if (j.phase == Phase::Done) {
         r.jobs.push_back(j.outcome);
       } else {
         ++r.unfinished;
+        ++r.unfinished_by_reason[unfinished_reason(j)];
       }
     }
     r.allocated_gpu_seconds = allocated_gpu_us_ / 1e6;
@@ -177,6 +184,20 @@ class Simulation {
   }
 
  private:
+  static std::string unfinished_reason(const SimJob& j) {
+    switch (j.phase) {
+      case Phase::Running:
+      case Phase::Preempting:
+        return "running";
+      case Phase::Future:
+        return "not arrived";
+      case Phase::Pending:
+      case Phase::Done:
+        break;
+    }
+    return j.last_wait ? std::string(sched::wait_code_name(*j.last_wait)) : "pending";
+  }
+
   // Progress is a job finishing or saving a checkpoint; a healthy run makes some within the
   // longest job's duration (twice that, plus a day, leaves room for queueing and restarts).
   void progressed(Time now) {
@@ -341,7 +362,11 @@ class Simulation {
     if (stops_since_progress_[idx]++ == 0) stopped_.push_back(idx);
     j.outcome.lost_work += useful - kept;
     ++j.outcome.preemptions;
-    if (j.interrupted) ++j.outcome.interruptions;
+    if (j.interrupted) {
+      ++j.outcome.interruptions;
+      j.outcome.interruption_lost_work += useful - kept;
+    }
+    j.restart_after_interruption = j.interrupted;
     if (fleet_) record_lost(j, useful - kept, now);
     j.interrupted = false;
     leave_gpus(j, now);
@@ -399,13 +424,18 @@ class Simulation {
           sched::check_plan(snap_, plan, traits_.order != sched::QueueOrderKind::DominantShare)
               .with_context(fmt::format("after plan() at t={}s", util::to_seconds(now))));
     }
+    for (const auto& w : plan.waiting) by_id(w.job).last_wait = w.code;
     for (const auto& p : plan.preemptions) notice(p.job, now);
     for (const auto& s : plan.starts) TY_RETURN_IF_ERROR(start(s, now));
     if (fleet_) {
       for (const auto& rel : plan.releases) snap_.nodes[rel.node_idx].schedulable = false;
+      const int64_t refused = fleet_->refusals();
       TY_RETURN_IF_ERROR(fleet_->apply(plan, now));
       auto c = poll_fleet(now);  // releases and refusals take effect at once
       if (!c.is_ok()) return c.status();
+      // A request refused at once closed a zone or pool: plan again now, so the autoscaler
+      // turns to another (each refusal closes one, so this ends).
+      if (fleet_->refusals() != refused) events_.push(now, EventKind::Wake, -1, 0);
       wake_at_next_cloud_event(now);
     }
     if (auto next = sched::next_decision_time(snap_, opts_.policy)) {
@@ -449,9 +479,18 @@ class Simulation {
     }
   }
 
+  // The provider's next event, or sooner a pool refused for lack of capacity reopening while
+  // jobs wait: without that wake a run whose requests were all refused would end there, with
+  // its jobs unfinished long before the horizon.
   void wake_at_next_cloud_event(Time now) {
-    const auto next = fleet_->next_event();
-    if (!next || *next <= now) return;
+    auto next = fleet_->next_event();
+    if (next && *next <= now) next.reset();
+    if (pending_ > 0) {
+      if (auto reopen = fleet_->next_reopen(now); reopen && (!next || *reopen < *next)) {
+        next = reopen;
+      }
+    }
+    if (!next) return;
     if (next_wake_ > now && next_wake_ <= *next) return;  // an earlier wake is queued
     next_wake_ = *next;
     events_.push(*next, EventKind::Wake, -1, 0);
@@ -529,6 +568,8 @@ class Simulation {
     if (j.attempts == 0) j.outcome.first_start = now;
     const Duration delay = j.attempts > 0 ? opts_.restart_delay : Duration(0);
     j.outcome.restart_overhead += delay;
+    if (j.restart_after_interruption) j.outcome.interruption_restart += delay;
+    j.last_wait.reset();
     ++j.attempts;
     j.attempt_start = now;
     j.work_start = now + delay;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,8 @@ struct JobOutcome {
   util::Duration lost_work{0};  // useful work thrown away by preemptions (wall time)
   util::Duration restart_overhead{0};
   int interruptions = 0;  // of its preemptions, those because the cloud reclaimed a node
+  util::Duration interruption_lost_work{0};  // of lost_work, what those reclaims threw away
+  util::Duration interruption_restart{0};    // of restart_overhead, the restarts after them
 };
 
 // The cluster state after each batch of same-time events.
@@ -89,15 +92,29 @@ struct SimResult {
   std::vector<TimelinePoint> timeline;
   int64_t events = 0;
   int64_t plan_calls = 0;
-  int64_t unfinished = 0;  // jobs that can never run on this cluster
+  // Jobs left when the run ended: without a cloud, jobs that can never run on this cluster;
+  // in cloud runs also those the horizon cut short. unfinished_by_reason says why, per job.
+  int64_t unfinished = 0;
+  // Per reason, the unfinished jobs (the counts sum to `unfinished`): "running" (still running
+  // or stopping when the run ended), the sched::WaitCode name of a pending job's last wait
+  // reason ("NeverFits": no node of any pool could hold a worker; "AwaitingNodes", ...), or
+  // "pending" for a job no plan() gave a reason yet.
+  std::map<std::string, int64_t> unfinished_by_reason;
   double allocated_gpu_seconds = 0;
   double wall_seconds = 0;
   // Cloud runs: the showback (per job, team and pool, idle and lost work) and the bill, and
   // whether the accounting balanced to the unit (check_balanced).
   std::optional<cloud::CostReport> cost;
-  int64_t interruptions = 0;
+  int64_t interruptions = 0;  // node reclaims (a reclaimed node may hold no job, or several)
+  // Over every job, finished or not: stops caused by reclaims (one per job per stop), the
+  // wall time of work they threw away, and the restart delays paid after them.
+  int64_t interrupted_stops = 0;
+  util::Duration interruption_lost_work{0};
+  util::Duration interruption_restart{0};
   double billed_gpu_hours = 0;
   int32_t peak_nodes = 0;
+  // Cloud runs: the run reached SimOptions::cloud_horizon with jobs left. When false and jobs
+  // are left, nothing could happen any more (no event was due): unfinished_by_reason says why.
   bool stopped_at_horizon = false;
 };
 

@@ -181,6 +181,90 @@ TEST(CloudSim, AReclaimedZoneBacksOffSoTheReplacementGoesElsewhere) {
   EXPECT_FALSE(snap.nodes[notices[0].node_idx].schedulable);
 }
 
+// One scenario of cloud_cluster() under `o` (offerings and scenario name filled in here).
+SimResult run_one(const Workload& w, CostScenarioOptions o, const std::string& name,
+                  util::Duration horizon = util::seconds(60 * 86400)) {
+  o.scenarios = {name};
+  o.offerings = offerings();
+  auto scenarios = build_cost_scenarios(cloud_cluster(), o);
+  EXPECT_TRUE(scenarios.is_ok()) << scenarios.status().to_string();
+  SimOptions opts;
+  opts.policy.name = "fifo";
+  opts.full_invariant_check = true;
+  opts.cloud = scenarios->at(0);
+  opts.cloud_horizon = horizon;
+  auto r = simulate(w, cloud_cluster(), opts);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  r->policy = name;
+  return std::move(*r);
+}
+
+int64_t sum_of(const std::map<std::string, int64_t>& by_reason) {
+  int64_t n = 0;
+  for (const auto& [reason, count] : by_reason) n += count;
+  return n;
+}
+
+TEST(CloudSim, LostWorkPerInterruptionCountsJobsThatNeverFinished) {
+  // Restarting from scratch, 20-hour jobs under 2 reclaims per node-hour never finish within
+  // a one-day horizon: every reclaim's lost work belongs to an unfinished job.
+  CostScenarioOptions o;
+  o.simcloud.seed = 5;
+  o.simcloud.interruption_rate_per_hour = 2.0;
+  const SimResult r = run_one(jobs(3, 20.0), o, "spot-restart", util::seconds(86400));
+  const CostSummary s = summarize_cost(r);
+  EXPECT_EQ(s.jobs, 0);
+  EXPECT_EQ(s.unfinished, 3);
+  EXPECT_TRUE(s.stopped_at_horizon);
+  EXPECT_EQ(sum_of(s.unfinished_by_reason), s.unfinished);
+  ASSERT_GT(s.interruptions, 0);
+  ASSERT_GT(s.lost_gpu_hours, 0);
+  ASSERT_GT(s.interrupted_job_stops, 0);
+  EXPECT_LE(s.interrupted_job_stops, s.interruptions);
+  // One-GPU jobs and no preemptions by the scheduler: the ledger's lost GPU-hours are the
+  // reclaims' lost wall time, so lost/int × stops gives them back.
+  EXPECT_GT(s.lost_s_per_interruption, 0);
+  EXPECT_NEAR(s.lost_s_per_interruption * static_cast<double>(s.interrupted_job_stops),
+              s.lost_gpu_hours * 3600, 1e-6 * s.lost_gpu_hours * 3600);
+  // A job pays the 60 s restart delay after each reclaim but perhaps the last.
+  EXPECT_GT(s.restart_s_per_interruption, 0);
+  EXPECT_LE(s.restart_s_per_interruption, 60);
+  EXPECT_NE(cost_table({s}).find("spot-restart: 3 unfinished ("), std::string::npos)
+      << cost_table({s});
+}
+
+TEST(CloudSim, ARunWhoseSpotRequestsWereRefusedWaitsForThePoolToReopen) {
+  // No spot capacity for the first two hours, then two nodes: the first requests are refused
+  // and nothing else is due, so only the pool's reopening can wake the run.
+  CostScenarioOptions o;
+  cloud::SpotTrace t{.source = "gap",
+                     .period = util::seconds(100 * 3600),
+                     .capacity = {{util::seconds(0), 0}, {util::seconds(7200), 2}},
+                     .reclaims = {}};
+  o.simcloud.replay = cloud::SpotReplay{.every_offering = t};
+  const SimResult r = run_one(jobs(2, 1.0), o, "spot-young");
+  EXPECT_EQ(r.unfinished, 0) << sum_of(r.unfinished_by_reason);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  for (const auto& j : r.jobs) EXPECT_GE(j.first_start, util::from_seconds(7200));
+  EXPECT_FALSE(r.stopped_at_horizon);
+}
+
+TEST(CloudSim, JobsThatFitNoPoolAreUnfinishedWithTheirReason) {
+  Workload w = jobs(2, 1.0);
+  w.jobs[1].spec.worker.gpus = 2;  // the pools sell one-GPU nodes only
+  const SimResult r = run_one(w, {}, "on-demand");
+  EXPECT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.unfinished, 1);
+  EXPECT_FALSE(r.stopped_at_horizon);
+  const std::map<std::string, int64_t> want = {{"NeverFits", 1}};
+  EXPECT_EQ(r.unfinished_by_reason, want);
+  const CostSummary s = summarize_cost(r);
+  EXPECT_NE(cost_table({s}).find("on-demand: 1 unfinished (1 NeverFits); nothing was left to "
+                                 "happen before the horizon"),
+            std::string::npos)
+      << cost_table({s});
+}
+
 TEST(CloudSim, ScenariosNeedTheirPools) {
   CostScenarioOptions o;
   o.scenarios = {"mixed"};
