@@ -210,6 +210,9 @@ int run(const SimulateArgs& a) {
   if (!not_replayed.empty()) std::fprintf(stderr, " (not replayed: %s)", not_replayed.c_str());
   std::fprintf(stderr, "; cluster %s: %zu nodes, %lld GPUs\n", a.cluster.c_str(),
                cluster->nodes.size(), static_cast<long long>(cluster->total_gpus()));
+  for (const std::string& note : workload->notes) {
+    std::fprintf(stderr, "trainyard simulate: note: %s\n", note.c_str());
+  }
   if (has_cloud_pools(*cluster)) {
     sim::SimOptions opts;
     opts.policy = base;

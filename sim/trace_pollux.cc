@@ -1,8 +1,14 @@
 // Pollux (OSDI'21) and Sia (SOSP'23) workloads: name, time, application, num_replicas,
 // batch_size. They carry no durations, so a job's duration is its time to target measured by
 // the Pollux job profiles at its replica count and batch size (table below; derivation in
-// docs/trace-formats.md). Configurations the profiles do not cover are refused, not guessed.
+// docs/trace-formats.md). Other configurations (the Sia Helios traces use many) take the
+// step-time model fitted to the same profiles (scripts/fit-job-profiles), whose error the
+// loader reports.
 #include <array>
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -54,30 +60,74 @@ constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
 // cluster has 4-GPU nodes.
 constexpr int kGpusPerServer = 8;
 
+// Pollux's throughput model with gamma = 1, fitted per application to every profiled
+// placement: seconds per iteration = a + b m (compute at local batch m) + [replicas > 1] (c +
+// d (replicas - 2)) + [nodes > 1] (e + f (replicas - 2)); iterations to the target per global
+// batch from the validation curves.
+struct FittedProfile {
+  std::string_view application;
+  std::array<double, 6> coef;
+  double max_local_batch;  // larger local batches accumulate gradients over several steps
+  double median_error;     // |model - measured| / measured over the profile rows
+  double p90_error;
+  std::vector<std::pair<int, int>> iterations;  // (global batch, iterations), ascending
+};
+
+const std::vector<FittedProfile>& fitted_profiles() {
+  static const std::vector<FittedProfile> profiles = {
+#include "sim/job_profile_model.inc"
+  };
+  return profiles;
+}
+
+// Log-log interpolation between profiled batches (the end segments extend beyond them).
+double iterations_at(const FittedProfile& p, double batch) {
+  const auto& it = p.iterations;
+  size_t hi = 1;
+  while (hi + 1 < it.size() && it[hi].first < batch) ++hi;
+  const double x0 = std::log(it[hi - 1].first), x1 = std::log(it[hi].first);
+  const double y0 = std::log(it[hi - 1].second), y1 = std::log(it[hi].second);
+  return std::exp(y0 + (y1 - y0) * (std::log(batch) - x0) / (x1 - x0));
+}
+
+// Time to target of `replicas` GPUs packed on 4-GPU nodes at global batch `batch`.
+double modelled_seconds(const FittedProfile& p, int64_t replicas, int64_t batch) {
+  const double local = static_cast<double>(batch) / static_cast<double>(replicas);
+  const double steps = std::max(1.0, std::ceil(local / p.max_local_batch));
+  const auto& c = p.coef;
+  const double r = static_cast<double>(replicas);
+  const int64_t nodes = (replicas + 3) / 4;
+  double step = steps * (c[0] + c[1] * local / steps);
+  if (replicas > 1) step += c[2] + c[3] * (r - 2);
+  if (nodes > 1) step += c[4] + c[5] * (r - 2);
+  step = std::max(step, c[0]);  // the fit never goes below one GPU's fixed cost
+  return iterations_at(p, static_cast<double>(batch)) * step;
+}
+
 struct Columns {
   int name = 0, time = 0, application = 0, replicas = 0, batch = 0;
 };
 
+// The profiled time to target, or the fitted model's for configurations never profiled
+// (counted per application in `modelled`).
 util::Result<util::Duration> profiled_duration(const CsvReader& csv, const Columns& c,
-                                               int64_t replicas, int64_t batch) {
+                                               int64_t replicas, int64_t batch,
+                                               std::map<std::string, int64_t>* modelled) {
   const std::string_view app = csv.field(c.application);
-  std::string known;
   for (const ProfiledRun& run : kProfiledRuns) {
-    if (run.application != app) continue;
-    if (run.replicas == replicas && run.batch == batch) {
+    if (run.application == app && run.replicas == replicas && run.batch == batch) {
       return util::seconds_f(run.iterations * run.seconds_per_iteration);
     }
-    known += fmt::format("{}{}/{}", known.empty() ? "" : ", ", run.replicas, run.batch);
   }
-  if (known.empty()) {
-    return csv.error_at(c.application,
-                        fmt::format("no job profile for application '{}'; expected one of bert, "
-                                    "cifar10, deepspeech2, imagenet, ncf, yolov3",
-                                    app));
+  for (const FittedProfile& p : fitted_profiles()) {
+    if (p.application != app) continue;
+    ++(*modelled)[std::string(app)];
+    return util::seconds_f(modelled_seconds(p, replicas, batch));
   }
-  return csv.error_at(c.replicas, fmt::format("no profiled run of {} with {} replicas and batch "
-                                              "size {}; profiled replicas/batch: {}",
-                                              app, replicas, batch, known));
+  return csv.error_at(c.application,
+                      fmt::format("no job profile for application '{}'; expected one of bert, "
+                                  "cifar10, deepspeech2, imagenet, ncf, yolov3",
+                                  app));
 }
 
 util::Result<Workload> load_profiled_workload(std::string text, const std::string& name,
@@ -92,12 +142,13 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
   TY_ASSIGN_OR_RETURN(c.batch, csv.column("batch_size"));
   Workload w;
   w.source = name;
+  std::map<std::string, int64_t> modelled;
   TY_RETURN_IF_ERROR(for_each_row(csv, w, opts, [&]() -> util::Status {
     TY_ASSIGN_OR_RETURN(const double submit, get_time_seconds(csv, c.time));
     TY_ASSIGN_OR_RETURN(const int64_t replicas, get_int_in(csv, c.replicas, 1, 4096, "GPUs"));
     TY_ASSIGN_OR_RETURN(const int64_t batch, get_int_in(csv, c.batch, 1, 1'000'000'000, "samples"));
     TraceJob j;
-    TY_ASSIGN_OR_RETURN(j.duration, profiled_duration(csv, c, replicas, batch));
+    TY_ASSIGN_OR_RETURN(j.duration, profiled_duration(csv, c, replicas, batch, &modelled));
     j.name = std::string(csv.field(c.name));
     j.submit = util::from_seconds(submit);
     j.spec.team = std::string(kDefaultTeam);
@@ -105,6 +156,16 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
   }));
+  for (const auto& [app, jobs] : modelled) {
+    for (const FittedProfile& p : fitted_profiles()) {
+      if (p.application != app) continue;
+      w.notes.push_back(fmt::format(
+          "{} {} jobs run a (replicas, batch) never profiled: their durations come from the "
+          "step-time model fitted to the profiles (scripts/fit-job-profiles; step-time error "
+          "{:.0f}% median, {:.0f}% at the 90th percentile)",
+          jobs, app, 100 * p.median_error, 100 * p.p90_error));
+    }
+  }
   return w;
 }
 

@@ -36,6 +36,8 @@ struct Workload {
   // Well-formed rows an adapter reads but does not replay, by reason ("job steps": 12), e.g.
   // sacct's jobs that never started. Reported beside skipped_rows; not errors.
   std::map<std::string, int64_t> not_replayed;
+  // What a user should know about how the trace was read (e.g. durations from a fitted model).
+  std::vector<std::string> notes;
 };
 
 // How runtime limits are derived when a trace has none (backfill uses them).
