@@ -438,9 +438,12 @@ class Simulation {
       if (fleet_->refusals() != refused) events_.push(now, EventKind::Wake, -1, 0);
       wake_at_next_cloud_event(now);
     }
-    if (auto next = sched::next_decision_time(snap_, opts_.policy)) {
-      events_.push(*next, EventKind::Replan, -1, ++replan_generation_);
+    std::optional<Time> next = sched::next_decision_time(snap_, opts_.policy);
+    // Jobs left for a later plan by the cap on victim searches: plan again a second later.
+    if (plan.victim_searches_capped && (!next || *next > now + util::seconds(1))) {
+      next = now + util::seconds(1);
     }
+    if (next) events_.push(*next, EventKind::Replan, -1, ++replan_generation_);
     return util::Status::ok();
   }
 
