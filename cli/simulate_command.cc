@@ -40,6 +40,7 @@ struct SimulateArgs {
   std::string gittins_prior;
   double min_runtime_s = 300;
   int max_victim_searches = 128;
+  double fair_half_life_s = 0;
   std::string tiresias_thresholds = "3200,25600";
   double starvation_factor = 8;
   bool allow_unfinished = false;
@@ -161,6 +162,7 @@ int run(const SimulateArgs& a) {
   sched::PolicyConfig base;
   base.min_runtime = util::seconds_f(a.min_runtime_s);
   base.max_victim_searches = a.max_victim_searches;
+  base.fair.usage_half_life = util::seconds_f(a.fair_half_life_s);
   base.tiresias.starvation_factor = a.starvation_factor;
   base.tiresias.queue_thresholds.clear();
   for (const std::string& t : split(a.tiresias_thresholds, ',')) {
@@ -353,6 +355,11 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--max-victim-searches", args->max_victim_searches,
                   "victim searches per scheduling round; jobs ranked below wait for the next "
                   "round (0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--fair-half-life", args->fair_half_life_s,
+                  "fair: seconds of half-life of each team's past GPU usage in the team order (0 "
+                  "= current usage only)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--tiresias-thresholds", args->tiresias_thresholds,

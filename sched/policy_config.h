@@ -25,6 +25,10 @@ struct FairConfig {
   // Pending jobs of a team under its nominal quota may preempt jobs of teams in the same
   // cohort that are borrowing (over their nominal quota).
   bool reclaim = true;
+  // Half-life of past usage in the team order (0 = current usage only). With it, a team that
+  // used much of the cluster lately yields to teams that did not, as Slurm's
+  // PriorityDecayHalfLife (default 7 days there) and Kueue's admission fair sharing do.
+  util::Duration usage_half_life{0};
 };
 
 // The autoscaler (sched/autoscale.h). Only pools marked autoscaled are touched.

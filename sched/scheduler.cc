@@ -187,7 +187,13 @@ void walk_fair_share(PlanContext& ctx) {
   }
   for (size_t r = 0; r < by_arrival.size(); ++r)
     ctx.rank_of[by_arrival[r]] = static_cast<int32_t>(r);
-  auto share = [&](int t) { return t < teams ? ctx.ledger.dominant_share(t) : 0.0; };
+  // The current dominant share, plus the decayed past usage the driver measured (0 when off).
+  auto share = [&](int t) {
+    if (t >= teams) return 0.0;
+    const SnapshotTeam& team = ctx.snap.teams[t];
+    const double past = team.weight > 0 ? team.past_usage_share / team.weight : 0.0;
+    return ctx.ledger.dominant_share(t) + past;
+  };
   using Entry = std::pair<double, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   std::vector<size_t> next(teams + 1, 0);

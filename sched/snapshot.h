@@ -139,6 +139,10 @@ struct SnapshotTeam {
   // USD the team may still spend in its current budget period; infinity = no budget. At or
   // below 0 its pending jobs wait (BudgetExhausted) and the autoscaler buys nothing for it.
   double budget_left = std::numeric_limits<double>::infinity();
+  // The team's past GPU usage, decayed with FairConfig::usage_half_life, as a share of the
+  // cluster's (sched/decayed_usage.h); 0 when decay is off. The fair policy adds it, divided
+  // by the weight, to the team's current dominant share.
+  double past_usage_share = 0;
 };
 
 struct Snapshot {

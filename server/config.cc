@@ -19,6 +19,7 @@ constexpr const char* kServerKeys[] = {"policy",
                                        "reconcileIntervalSeconds",
                                        "minRuntimeSeconds",
                                        "maxVictimSearches",
+                                       "fairShareHalfLifeSeconds",
                                        "tiresias",
                                        "retryBackoff",
                                        "noticeSignal",
@@ -181,6 +182,10 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
       return located(file, m, "maxVictimSearches must be a whole number 0..1000000 (0 = no limit)");
     }
     out.policy.max_victim_searches = static_cast<int>(v);
+  }
+  if (const auto h = root["fairShareHalfLifeSeconds"]) {
+    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, h, "fairShareHalfLifeSeconds", 0, 1e9));
+    out.policy.fair.usage_half_life = util::seconds_f(s);
   }
   if (const auto t = root["tiresias"]) TY_RETURN_IF_ERROR(parse_tiresias(file, t, out));
   if (const auto r = root["reconcileIntervalSeconds"]) {

@@ -25,6 +25,7 @@
 #include "exec/executor.h"
 #include "exec/slurm_executor.h"
 #include "model/node.h"
+#include "sched/decayed_usage.h"
 #include "sched/plan.h"
 #include "server/active_job.h"
 #include "server/alerts_service.h"
@@ -280,7 +281,12 @@ class ControlPlane {
   std::condition_variable loop_cv_;                       // with mu_
   bool wake_ = false;                                     // guarded by mu_
   bool stopping_ = false;                                 // guarded by mu_
-  uint64_t cycle_ = 0;                                    // guarded by mu_; plan() seed
+  // Fair share with decay (policy.fair.usage_half_life > 0): past usage per team name, in
+  // the order first seen. Kept in memory; a restart starts the history afresh.
+  std::optional<sched::DecayedUsage> usage_;  // guarded by mu_
+  std::vector<std::string> usage_teams_;      // guarded by mu_
+  void account_usage(sched::Snapshot& snap);  // mu_ held
+  uint64_t cycle_ = 0;                        // guarded by mu_; plan() seed
   // Run time of preemptible jobs' attempts and how many of them were interrupted (preempted or
   // lost), since this server started; guarded by mu_. Feeds mtbf_estimate_seconds().
   util::Duration preemptible_run_time_{0};

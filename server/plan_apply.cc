@@ -4,6 +4,7 @@
 
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
+#include "sched/decayed_usage.h"
 #include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
@@ -75,9 +76,36 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
   return snap;
 }
 
+void ControlPlane::account_usage(sched::Snapshot& snap) {
+  const util::Duration half_life = options_.config.policy.fair.usage_half_life;
+  if (half_life <= util::Duration(0)) return;
+  if (!usage_) usage_.emplace(half_life);
+  auto index_of = [&](const std::string& name) {
+    auto it = std::find(usage_teams_.begin(), usage_teams_.end(), name);
+    if (it != usage_teams_.end()) return static_cast<int>(it - usage_teams_.begin());
+    usage_teams_.push_back(name);
+    return static_cast<int>(usage_teams_.size()) - 1;
+  };
+  std::vector<int> of_team(snap.teams.size());
+  for (size_t t = 0; t < snap.teams.size(); ++t) of_team[t] = index_of(snap.teams[t].name);
+  std::vector<double> gpus(usage_teams_.size(), 0.0);
+  for (const sched::SnapshotJob& sj : snap.jobs) {
+    if (sj.is_running() && sj.team >= 0) {
+      gpus[of_team[sj.team]] += static_cast<double>(sj.gpu_share().value()) / 1000.0;
+    }
+  }
+  double capacity = 0;
+  for (const sched::SnapshotNode& n : snap.nodes) capacity += n.gpu_count;
+  usage_->advance(snap.now, gpus, capacity);
+  for (size_t t = 0; t < snap.teams.size(); ++t) {
+    snap.teams[t].past_usage_share = usage_->share(of_team[t]);
+  }
+}
+
 void ControlPlane::apply_plan(Tx& tx) {
   std::vector<util::JobId> backing_off;
-  const sched::Snapshot snap = build_snapshot(backing_off);
+  sched::Snapshot snap = build_snapshot(backing_off);
+  account_usage(snap);
   const sched::Plan plan = sched::plan(snap, options_.config.policy, ++cycle_);
   for (auto id : backing_off) {
     auto& job = active_.at(id);

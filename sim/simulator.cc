@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "sched/decayed_usage.h"
 #include "sched/invariants.h"
 #include "sched/plan.h"
 #include "sched/policy.h"
@@ -96,6 +97,9 @@ class Simulation {
       longest = std::max(longest, j.trace->duration);
     }
     stops_since_progress_.assign(jobs_.size(), 0);
+    if (opts_.policy.fair.usage_half_life > Duration(0)) {
+      usage_.emplace(opts_.policy.fair.usage_half_life);
+    }
     stall_limit_ =
         opts_.stall_limit > Duration(0) ? opts_.stall_limit : 2 * longest + util::seconds(86400);
   }
@@ -137,6 +141,7 @@ class Simulation {
         cost_usd_ += fleet_->usd_per_hour() * dt / 3.6e9;
       }
       last_time_ = now;
+      if (usage_) account_usage(now);
       bool changed = false;
       do {
         while (!events_.empty() && events_.top().time == now) {
@@ -196,6 +201,23 @@ class Simulation {
         break;
     }
     return j.last_wait ? std::string(sched::wait_code_name(*j.last_wait)) : "pending";
+  }
+
+  // Fair share with decay: the GPUs each team held since the previous event time.
+  void account_usage(Time now) {
+    std::vector<double> gpus(snap_.teams.size(), 0.0);
+    for (const sched::SnapshotJob& sj : snap_.jobs) {
+      if (sj.is_running() && sj.team >= 0) {
+        gpus[sj.team] += static_cast<double>(sj.gpu_share().value()) / model::kMilliPerGpu;
+      }
+    }
+    const double capacity =
+        fleet_ ? static_cast<double>(fleet_->gpus_up())
+               : static_cast<double>(occupancy_->capacity_milli()) / model::kMilliPerGpu;
+    usage_->advance(now, gpus, capacity);
+    for (size_t t = 0; t < snap_.teams.size(); ++t) {
+      snap_.teams[t].past_usage_share = usage_->share(static_cast<int>(t));
+    }
   }
 
   // Progress is a job finishing or saving a checkpoint; a healthy run makes some within the
@@ -620,6 +642,7 @@ class Simulation {
   std::vector<std::vector<std::pair<int32_t, int64_t>>> node_jobs_;  // node -> (job, milli)
   Time last_arrival_{};
   Time next_wake_{};
+  std::optional<sched::DecayedUsage> usage_;  // when FairConfig::usage_half_life > 0
   // Watchdog.
   Duration stall_limit_{0};
   Time last_progress_{};

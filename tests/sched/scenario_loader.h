@@ -175,7 +175,7 @@ inline void read_teams(const Reader& r, const YAML::Node& teams, Snapshot& snap)
   if (!teams) return;
   if (!teams.IsSequence()) r.fail(teams, "teams must be a list");
   for (const auto& t : teams) {
-    r.only_keys(t, "teams[]", {"name", "weight", "cohort", "quota"});
+    r.only_keys(t, "teams[]", {"name", "weight", "cohort", "quota", "past_usage_share"});
     model::Team team;
     team.name = r.get<std::string>(t["name"], "name");
     team.weight = r.opt<double>(t, "weight", 1.0);
@@ -193,6 +193,7 @@ inline void read_teams(const Reader& r, const YAML::Node& teams, Snapshot& snap)
       }
     }
     add_team(snap, team);
+    snap.teams.back().past_usage_share = r.opt<double>(t, "past_usage_share", 0.0);
   }
 }
 
@@ -407,8 +408,8 @@ inline void read_expect(const Reader& r, const YAML::Node& x, Scenario& sc) {
 
 inline Scenario read_scenario(const Reader& r, const YAML::Node& root, std::string file) {
   r.only_keys(root, "scenario",
-              {"description", "policy", "placement", "min_runtime", "max_victim_searches", "tiresias", "fair", "now",
-               "nodes", "teams", "jobs", "expect"});
+              {"description", "policy", "placement", "min_runtime", "max_victim_searches",
+               "tiresias", "fair", "now", "nodes", "teams", "jobs", "expect"});
   Scenario sc;
   sc.file = std::move(file);
   sc.description = r.get<std::string>(root["description"], "description");

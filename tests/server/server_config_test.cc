@@ -41,6 +41,34 @@ TEST(ServerConfig, ErrorsNameTheLineAndTheFix) {
   EXPECT_FALSE(c.is_ok());
 }
 
+TEST(ServerConfig, PreemptionAndFairShareKeys) {
+  auto c = parse_server_config(
+      "policy: tiresias\nminRuntimeSeconds: 120\nmaxVictimSearches: 16\n"
+      "fairShareHalfLifeSeconds: 86400\n"
+      "tiresias: {queueThresholds: [1000, 5000, 20000], starvationFactor: 4}\n",
+      "c.yaml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->policy.min_runtime, util::seconds(120));
+  EXPECT_EQ(c->policy.max_victim_searches, 16);
+  EXPECT_EQ(c->policy.fair.usage_half_life, util::seconds(86400));
+  EXPECT_EQ(c->policy.tiresias.queue_thresholds, (std::vector<double>{1000, 5000, 20000}));
+  EXPECT_EQ(c->policy.tiresias.starvation_factor, 4);
+  auto d = parse_server_config("policy: fair\n", "d.yaml");
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->policy.min_runtime, util::seconds(300));  // the documented defaults
+  EXPECT_EQ(d->policy.max_victim_searches, 128);
+  for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
+           {"minRuntimeSeconds: -5\n", "c.yaml:1: minRuntimeSeconds must be a number of seconds"},
+           {"maxVictimSearches: lots\n", "c.yaml:1: maxVictimSearches must be a whole number"},
+           {"tiresias: {queueThresholds: [500, 100]}\n", "must increase"},
+           {"tiresias: {thresholds: [1]}\n", "unknown key tiresias.thresholds"},
+           {"fairShareHalfLifeSeconds: soon\n", "c.yaml:1: fairShareHalfLifeSeconds"}}) {
+    auto bad = parse_server_config(text, "c.yaml");
+    ASSERT_FALSE(bad.is_ok()) << text;
+    EXPECT_NE(bad.status().message().find(what), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(ServerAuth, TokensAreRandomAndHashed) {
   auto a = generate_token();
   auto b = generate_token();

@@ -222,3 +222,26 @@ TEST(Metrics, PercentilesAndJain) {
 
 }  // namespace
 }  // namespace trainyard::sim
+
+namespace trainyard::sim {
+namespace {
+
+TEST(Simulator, FairShareWithDecayServesTheTeamThatUsedLessLately) {
+  // Team a ran alone for 1000 s; then a and b each submit a job at the same time on the one
+  // GPU. Without decay the tie goes to a (listed first); with a half-life, a's past use puts
+  // b first.
+  const auto w = make({{0, 1000, 1, 0, "a"}, {1000, 100, 1, 0, "a"}, {1000, 100, 1, 0, "b"}});
+  SimOptions o;
+  o.policy.name = "fair";
+  o.full_invariant_check = true;
+  auto plain = simulate(w, one_node(1), o);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  EXPECT_LT(finish_of(*plain, 2), finish_of(*plain, 3));
+  o.policy.fair.usage_half_life = util::seconds(3600);
+  auto decayed = simulate(w, one_node(1), o);
+  ASSERT_TRUE(decayed.is_ok()) << decayed.status().to_string();
+  EXPECT_LT(finish_of(*decayed, 3), finish_of(*decayed, 2));
+}
+
+}  // namespace
+}  // namespace trainyard::sim
