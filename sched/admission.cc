@@ -37,9 +37,26 @@ QuotaLedger::QuotaLedger(const Snapshot& snap, bool derive_equal_shares)
       }
     }
   }
+  const size_t cohorts = derived_ ? 1 : snap.cohorts.size();
+  cohort_left_.assign(cohorts * keys_, 0);
+  for (int t = 0; t < static_cast<int>(snap.teams.size()); ++t) {
+    const int c = cohort_of(t);
+    if (c < 0) continue;
+    for (int k = 0; k < keys_; ++k) {
+      const QuotaEntry q = quota(t, k);
+      if (q.nominal_milli >= 0) cohort_left_[c * keys_ + k] += q.nominal_milli;
+    }
+  }
   for (const SnapshotJob& job : snap.jobs) {
     if (job.is_running()) add(job, job.placement, +1);
   }
+}
+
+int QuotaLedger::cohort_of(int team) const {
+  if (team < 0) return -1;
+  if (derived_) return 0;
+  const int c = snap_->teams[team].cohort;
+  return c >= 0 && static_cast<size_t>(c + 1) * keys_ <= cohort_left_.size() ? c : -1;
 }
 
 QuotaEntry QuotaLedger::quota(int team, int key) const {
@@ -75,28 +92,41 @@ void QuotaLedger::delta(const SnapshotJob& job, std::span<const Assignment> plac
 void QuotaLedger::add(const SnapshotJob& job, std::span<const Assignment> placement, int sign) {
   if (job.team < 0) return;
   delta(job, placement, &scratch_);
-  for (int k = 0; k < keys_; ++k) usage_[job.team * keys_ + k] += sign * scratch_[k];
+  const int c = cohort_of(job.team);
+  for (int k = 0; k < keys_; ++k) {
+    usage_[job.team * keys_ + k] += sign * scratch_[k];
+    if (c >= 0 && quota(job.team, k).nominal_milli >= 0) {
+      cohort_left_[c * keys_ + k] -= sign * scratch_[k];
+    }
+  }
+}
+
+std::vector<int64_t> QuotaLedger::usage_of(std::span<const Assignment> placement) const {
+  std::vector<int64_t> out;
+  delta(SnapshotJob{}, placement, &out);
+  return out;
 }
 
 QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
                                 std::span<const Assignment> placement) const {
   if (!has_quotas_ || job.team < 0) return {};
   delta(job, placement, &scratch_);
-  const int teams = static_cast<int>(snap_->teams.size());
+  return check_usage(job.team, scratch_);
+}
+
+QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key) const {
+  if (!has_quotas_ || team < 0) return {};
   bool borrows = false;
   for (int k = 0; k < keys_; ++k) {
-    if (scratch_[k] == 0) continue;
-    const QuotaEntry q = quota(job.team, k);
+    if (per_key[k] == 0) continue;
+    const QuotaEntry q = quota(team, k);
     if (q.nominal_milli < 0) continue;
-    const int64_t want = usage(job.team, k) + scratch_[k];
+    const int64_t want = usage(team, k) + per_key[k];
     // What the cohort has left: the others' nominal quota minus their usage, borrowers
     // included, so quota one member already borrowed is not lent a second time.
-    int64_t others_left = 0;
-    for (int t = 0; t < teams; ++t) {
-      if (t == job.team || !same_cohort(t, job.team)) continue;
-      const QuotaEntry other = quota(t, k);
-      if (other.nominal_milli >= 0) others_left += other.nominal_milli - usage(t, k);
-    }
+    const int c = cohort_of(team);
+    const int64_t others_left =
+        c < 0 ? 0 : cohort_left_[c * keys_ + k] - (q.nominal_milli - usage(team, k));
     if (want <= q.nominal_milli) {
       // Within its own nominal quota, unless members borrowed that part of it: then the
       // cohort as a whole would exceed its quota (others_left < 0 is what they borrowed).

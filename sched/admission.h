@@ -32,6 +32,10 @@ class QuotaLedger {
   // Whether the team may take `placement` (usage per model it implies) within nominal quota
   // plus what it may borrow from its cohort now.
   QuotaVerdict check(const SnapshotJob& job, std::span<const Assignment> placement) const;
+  // The same for a placement whose usage per key (delta()) the caller computed once.
+  QuotaVerdict check_usage(int team, std::span<const int64_t> per_key) const;
+  // Milli-GPUs per key (models, then "all") that a placement takes.
+  std::vector<int64_t> usage_of(std::span<const Assignment> placement) const;
   void add(const SnapshotJob& job, std::span<const Assignment> placement, int sign);
 
   int64_t usage(int team, int key) const { return usage_[team * keys_ + key]; }
@@ -63,6 +67,10 @@ class QuotaLedger {
   std::vector<int64_t> capacity_;          // per key
   std::vector<int64_t> usage_;             // team * keys_ + key
   std::vector<QuotaEntry> derived_quota_;  // team * keys_ + key, when derived
+  // Per cohort and key: the members' nominal quota minus their usage (members with a nominal
+  // quota for the key only), kept by add(). Derived quotas form one cohort.
+  std::vector<int64_t> cohort_left_;
+  int cohort_of(int team) const;
   mutable std::vector<int64_t> scratch_;
 };
 

@@ -189,7 +189,8 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
     order.build(ctx.snap, ctx.rank_of, ctx.traits.victims, ctx.cfg.tiresias, ctx.cfg.min_runtime);
   }
   const std::vector<uint8_t> reclaimable = reclaimable_teams(ctx, job.team);
-  auto admitted = [&] { return ctx.ledger.check(job, placement).admitted; };
+  const std::vector<int64_t> wants = ctx.ledger.usage_of(placement);
+  auto admitted = [&] { return ctx.ledger.check_usage(job.team, wants).admitted; };
   // Quota held by leaving jobs of the cohort comes back anyway; then the borrowers' jobs,
   // newest start first.
   std::vector<Candidate> released;
