@@ -58,3 +58,10 @@ class TempDir:
 
     def cleanup(self):
         self._td.cleanup()
+
+
+def versioned_payload(step, version):
+    """payload(step) with a version marker, so a re-saved step differs from the old copy."""
+    files = payload(step)
+    files["version"] = b"%d" % version
+    return files

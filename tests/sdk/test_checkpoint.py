@@ -148,6 +148,30 @@ class CheckpointTest(unittest.TestCase):
         CheckpointManager(self.dir)
         self.assertEqual(sorted(os.listdir(self.dir)), ["step-1", "unrelated"])
 
+    def test_interrupted_replacement_keeps_the_old_copy_when_the_new_is_torn(self):
+        mgr = CheckpointManager(self.dir, keep_last=1)
+        mgr.save(2, payload(2))
+        os.rename(os.path.join(self.dir, "step-2"), os.path.join(self.dir, "step-2.old"))
+        os.makedirs(os.path.join(self.dir, "step-2.tmp"))  # no manifest: not complete
+        with self.assertLogs("trainyard", "WARNING"):
+            mgr = CheckpointManager(self.dir, keep_last=1)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["step-2"])
+        self.assertEqual(mgr.latest().read_all(), payload(2))
+
+    def test_interrupted_replacement_promotes_a_complete_new_copy(self):
+        mgr = CheckpointManager(self.dir, keep_last=1)
+        mgr.save(2, {"v": b"old"})
+        old = os.path.join(self.dir, "step-2.old")
+        os.rename(os.path.join(self.dir, "step-2"), old)
+        mgr.save(2, {"v": b"new"})  # recovers first: step-2 comes back, then is replaced
+        self.assertEqual(mgr.latest().read("v"), b"new")
+        os.rename(os.path.join(self.dir, "step-2"), os.path.join(self.dir, "step-2.tmp"))
+        os.makedirs(old)
+        with self.assertLogs("trainyard", "WARNING"):
+            mgr = CheckpointManager(self.dir, keep_last=1)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["step-2"])
+        self.assertEqual(mgr.latest().read("v"), b"new")
+
     def test_refuses_names_that_escape(self):
         mgr = CheckpointManager(self.dir)
         for bad in ("../x", "/abs", "a//b", "MANIFEST.json", ""):

@@ -3,19 +3,26 @@
 Layout (docs/job-contract.md): each checkpoint is a directory `step-<N>/`
 holding the state files and MANIFEST.json (names, sizes, sha256). It is built
 as `step-<N>.tmp/`, every file and the directory are fsynced, the manifest is
-written last, and the rename to `step-<N>/` is the commit. A SIGKILL at any
-moment therefore leaves either the old set of checkpoints or the new one; a
-torn or bit-rotted checkpoint fails its manifest check and latest() falls back
-to an older one instead of resuming from garbage.
+written last, and the rename to `step-<N>/` is the commit. A step saved again
+is swapped in atomically (renameat2 RENAME_EXCHANGE) where the file system
+allows, else the old copy is renamed to `step-<N>.old/` first and deleted only
+after the new one is in place; opening a manager finishes such a replacement
+(the new copy wins when its manifest verifies, else the old one comes back).
+A SIGKILL at any moment therefore leaves either the old set of checkpoints or
+the new one; a torn or bit-rotted checkpoint fails its manifest check and
+latest() falls back to an older one instead of resuming from garbage.
 """
 
+import ctypes
 import datetime
+import errno
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 
@@ -28,6 +35,7 @@ FORMAT = "trainyard-checkpoint"
 VERSION = 1
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 _TMP_DIR = re.compile(r"^step-\d+\.tmp$")
+_OLD_DIR = re.compile(r"^step-(\d+)\.old$")
 _TRASH_PREFIX = ".trash-"
 _CHUNK = 1 << 20
 _WRITE_CHUNK = 16 << 20
@@ -106,6 +114,39 @@ def _remove_tree(path):
     except FileNotFoundError:
         return
     shutil.rmtree(trash, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_renameat2 = []  # [function or None], looked up on first use
+
+
+def _exchange(a, b):
+    """Swaps two existing paths atomically (Linux renameat2 RENAME_EXCHANGE).
+
+    False when the OS, C library or file system cannot; the caller then falls
+    back to two renames.
+    """
+    if not _renameat2:
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                               ctypes.c_uint]
+                fn.restype = ctypes.c_int
+            except (AttributeError, OSError):  # glibc before 2.28, musl, ...
+                fn = None
+        _renameat2.append(fn)
+    fn = _renameat2[0]
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), a, None, b)
 
 
 class Checkpoint:
@@ -358,12 +399,52 @@ class CheckpointManager:
         _write_durably(os.path.join(tmp, MANIFEST),
                        (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
         _fsync_dir(tmp)
-        final = self.path_for(step)
-        if os.path.exists(final):  # the same step saved again: the new one replaces it
-            _remove_tree(final)
-        os.rename(tmp, final)
-        _fsync_dir(self.directory)
+        self._publish(step, tmp)
         self._prune(keep=step)
+
+    def _publish(self, step, tmp):
+        """Puts the complete `tmp` in place as `step-<N>/`. At no instant is neither a
+        complete old nor a complete new copy there under a name that _recover() keeps."""
+        final = self.path_for(step)
+        if not os.path.exists(final):
+            os.rename(tmp, final)  # the commit
+            _fsync_dir(self.directory)
+            return
+        # The same step saved again. The old copy is deleted only once the new one is
+        # `step-<N>/`, so a kill in between leaves one of them for _recover().
+        if _exchange(tmp, final):  # the commit; the old copy is now at the tmp name
+            _fsync_dir(self.directory)
+            _remove_tree(tmp)
+            return
+        old = final + ".old"
+        os.rename(final, old)
+        _fsync_dir(self.directory)
+        os.rename(tmp, final)  # the commit
+        _fsync_dir(self.directory)
+        _remove_tree(old)
+
+    def _recover(self):
+        """Finishes a replacement that a crash interrupted between its two renames:
+        `step-<N>.old/` with no `step-<N>/` means the new copy was not yet in place.
+        The new copy wins when its manifest verifies (its save had reached the commit
+        phase), else the old one is put back; either is a complete checkpoint."""
+        for name in sorted(os.listdir(self.directory)):
+            m = _OLD_DIR.match(name)
+            if not m:
+                continue
+            step = int(m.group(1))
+            old, final = os.path.join(self.directory, name), self.path_for(step)
+            tmp = final + ".tmp"
+            if not os.path.exists(final):
+                if os.path.isdir(tmp) and Checkpoint(step, tmp).verify() is None:
+                    log.warning("trainyard: finishing the interrupted save of step %d", step)
+                    os.rename(tmp, final)
+                else:
+                    log.warning("trainyard: step %d was being saved again when the process "
+                                "died; keeping the previous copy", step)
+                    os.rename(old, final)
+                _fsync_dir(self.directory)
+            _remove_tree(old)
 
     @staticmethod
     def _hash_tree(tmp):
@@ -390,9 +471,11 @@ class CheckpointManager:
             _remove_tree(self.path_for(step))
 
     def _clean_leftovers(self):
-        """Removes `.tmp` dirs of interrupted saves and trash of interrupted deletes."""
+        """Finishes interrupted replacements, then removes `.tmp` dirs of interrupted
+        saves and trash of interrupted deletes."""
         if self._thread is not None:
             return  # a background save owns its .tmp dir
+        self._recover()
         for name in os.listdir(self.directory):
             if _TMP_DIR.match(name) or name.startswith(_TRASH_PREFIX):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
