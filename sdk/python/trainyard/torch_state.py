@@ -18,6 +18,7 @@ periodic snapshot allocates nothing (first-touching gigabytes of fresh memory
 costs more than the copy itself).
 """
 
+import collections
 import json
 import logging
 import math
@@ -246,6 +247,36 @@ def _set_rng_state(state, tensors):
         log.warning("trainyard: checkpoint has CUDA RNG states but CUDA is not available")
 
 
+def _without_code(state):
+    """A scheduler's state_dict without its callables, nested schedulers' included.
+
+    OneCycleLR keeps its annealing function (a bound method), CyclicLR its scale
+    function (a WeakMethod, or the user's scale_fn), LambdaLR-style schedulers may
+    hold functions: code, not state. The scheduler that restore() loads into was
+    built from the same arguments and already has them, and load_state_dict()
+    only overwrites the keys it is given.
+    """
+    if isinstance(state, dict):
+        return {k: _without_code(v) for k, v in state.items()
+                if not (callable(v) and not isinstance(v, (type, torch.Tensor)))}
+    if isinstance(state, list):
+        return [_without_code(v) for v in state]
+    return state
+
+
+def _like(value, template):
+    """`value` with each dict turned back into a Counter where the fresh object's own
+    state has one (MultiStepLR's milestones; JSON keeps only the dict)."""
+    if isinstance(value, dict) and isinstance(template, dict):
+        if isinstance(template, collections.Counter):
+            return collections.Counter(value)
+        return {k: _like(v, template.get(k)) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(template, list):
+        return [_like(v, template[i] if i < len(template) else None)
+                for i, v in enumerate(value)]
+    return value
+
+
 def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=None, data=None,
                 extra=None, rng=True, buffers=None):
     """Snapshots the training state into {file name: bytes or TensorFile} for
@@ -271,7 +302,9 @@ def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=No
         doc["model_other"] = _encode(other, tensors, "model_other", copier)
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
         if obj is not None:
-            doc[name] = _encode(obj.state_dict(), tensors, name, copier)
+            sd = obj.state_dict()
+            doc[name] = _encode(_without_code(sd) if name == "scheduler" else sd, tensors, name,
+                                copier)
     if extra is not None:
         doc["extra"] = _encode(extra, tensors, "extra", copier)
     if rng:
@@ -311,7 +344,8 @@ def restore(source, model=None, optimizer=None, scheduler=None, scaler=None, rng
             continue
         if name not in doc:
             raise KeyError("checkpoint has no %s state" % name)
-        obj.load_state_dict(_decode(doc[name], tensors))
+        state = _decode(doc[name], tensors)
+        obj.load_state_dict(_like(state, obj.state_dict()) if name == "scheduler" else state)
     if rng and "rng" in doc:
         _set_rng_state(doc["rng"], tensors)
     return {"step": doc.get("step"), "data": doc.get("data"),
