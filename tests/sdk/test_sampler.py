@@ -76,6 +76,37 @@ class ResumableSamplerTest(unittest.TestCase):
         s.load({"epoch": 3, "index": 1})
         self.assertEqual(len(s), 3)
 
+    def test_refuses_a_state_from_another_world_size(self):
+        saved = ResumableSampler(100, seed=3, rank=0, world_size=4)
+        for _ in zip(range(5), saved):
+            pass
+        state = json.loads(json.dumps(saved.state()))
+        resized = ResumableSampler(100, seed=3, rank=1, world_size=2)
+        with self.assertRaises(ValueError) as cm:
+            resized.load(state)
+        msg = str(cm.exception)
+        for part in ("world_size=4", "world_size=2", "set_epoch(", "same number of ranks"):
+            self.assertIn(part, msg)
+        self.assertEqual((resized.epoch, resized.index), (0, 0))  # left untouched
+
+    def test_a_state_from_another_world_size_at_an_epoch_boundary_loads(self):
+        saved = ResumableSampler(100, seed=3, world_size=4)
+        saved.set_epoch(2)
+        resized = ResumableSampler(100, seed=3, rank=1, world_size=2)
+        resized.load(saved.state())
+        self.assertEqual(list(resized), resized.order(2))
+        list(saved)  # the whole epoch: the state points past its end
+        resized.load(saved.state())
+        self.assertEqual(list(resized), resized.order(3))
+
+    def test_a_state_from_another_rank_of_the_same_world_size_loads(self):
+        saved = ResumableSampler(100, seed=3, rank=0, world_size=4)
+        for _ in zip(range(5), saved):
+            pass
+        other = ResumableSampler(100, seed=3, rank=2, world_size=4)
+        other.load(saved.state())  # rank 0 saves, every rank resumes from its state
+        self.assertEqual(list(other), other.order(0)[5:])
+
     def test_refuses_a_state_from_another_order(self):
         with self.assertRaises(ValueError):
             ResumableSampler(10, seed=1).load(ResumableSampler(10, seed=2).state())

@@ -79,10 +79,35 @@ class ResumableSampler:
                 "shuffle": self.shuffle, "rank": self.rank, "world_size": self.world_size}
 
     def load(self, state):
-        """Resumes at a saved position; refuses one from a different order."""
+        """Resumes at a saved position; refuses one from a different order or world size.
+
+        A state saved by any rank of the same world size loads (all ranks are at the
+        same index). One from another world size loads only at an epoch boundary (the
+        new split starts there); mid-epoch it is refused, not re-sharded, since its
+        index counts that split's share of the permutation.
+        """
         for key in ("seed", "n", "shuffle"):
             if key in state and state[key] != getattr(self, key):
                 raise ValueError("sampler state has %s=%r, this sampler %r; resuming would "
                                  "not reproduce the order" % (key, state[key], getattr(self, key)))
+        saved_world = state.get("world_size", self.world_size)
+        if saved_world != self.world_size:
+            epoch, index = int(state["epoch"]), int(state["index"])
+            if index == 0 or index >= self.n // saved_world:  # at an epoch boundary
+                self.set_epoch(epoch if index == 0 else epoch + 1)
+                return
+            raise ValueError(
+                "sampler state was saved with world_size=%r (epoch %s, index %s of each rank's "
+                "share), but this sampler has world_size=%d: the index counts positions in a "
+                "%r-way split of the permutation, so loading it would repeat or skip samples. "
+                "Resume with the same number of ranks, or restart the data order at an epoch "
+                "boundary instead of calling load(): sampler.set_epoch(%s) to redo that epoch "
+                "or set_epoch(%s) to start the next one."
+                % (saved_world, state.get("epoch"), state.get("index"), self.world_size,
+                   saved_world, state.get("epoch"), _next(state.get("epoch"))))
         self.epoch = int(state["epoch"])
         self.index = int(state["index"])
+
+
+def _next(epoch):
+    return epoch + 1 if isinstance(epoch, int) else "epoch + 1"
