@@ -2,12 +2,17 @@
 //   1. durable submissions acknowledged per second (HTTP, 8 clients vs 1; direct calls);
 //   2. list/show/events latency over HTTP with 100,000 jobs in the store;
 //   3. reconcile_once() with 10,000 pending jobs on 1,000 simulated 8-GPU nodes, next to
-//      sched::plan() alone on the same jobs and nodes.
+//      sched::plan() alone on the same jobs and nodes;
+//   4. decisions per second: a steady stream of submissions against 1,000 nodes whose jobs
+//      finish after a second or two, with the reconcile loop running: cycle p50/p99 and starts
+//      per second, per policy (peers publish the same kind of figure).
 // Targets (docs/performance.md): >= 2,000 submissions/s; p99 < 50 ms for a page of 100 jobs.
 // The state lives under $TMPDIR: point it at the server's disk, since every commit is fsynced.
-//   build/bench/server_bench [--quick] [--only=submit|query|reconcile]
+//   build/bench/server_bench [--quick] [--only=submit|query|reconcile|stream]
 #include <atomic>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -342,6 +347,127 @@ void bench_reconcile(const Sizes& z) {
   }
 }
 
+// ---- 4. decisions per second --------------------------------------------------------------------
+
+// Like FakeExecutor, but each worker exits 0 once its job's (wall-clock) run time is over, so
+// capacity turns over and the scheduler keeps deciding.
+class FinishingExecutor final : public exec::Executor {
+ public:
+  explicit FinishingExecutor(uint64_t seed) : rng_(seed) {}
+  util::Result<exec::ProcessRef> launch(const exec::WorkerLaunch&) override {
+    std::lock_guard lock(mu_);
+    const int pid = next_pid_++;
+    const double run_s = std::uniform_real_distribution<double>(0.5, 2.0)(rng_);
+    end_[pid] = WallClock::steady_now() + util::seconds_f(run_s);
+    ++launched_;
+    return exec::ProcessRef{.pid = pid, .start_ticks = 1};
+  }
+  exec::ProcessStatus poll(const exec::ProcessRef& p, const std::filesystem::path&) override {
+    std::lock_guard lock(mu_);
+    auto it = end_.find(p.pid);
+    if (it == end_.end() || WallClock::steady_now() < it->second) return {};
+    return {.kind = exec::ExitKind::Exited, .code = 0, .detail = "exited with code 0"};
+  }
+  util::Status notify(const exec::ProcessRef&, const std::filesystem::path&, int,
+                      std::string_view) override {
+    return util::Status::ok();
+  }
+  util::Status kill(const exec::ProcessRef& p) override {
+    std::lock_guard lock(mu_);
+    end_[p.pid] = util::Duration(0);
+    return util::Status::ok();
+  }
+  util::Result<exec::ProcessRef> find(const std::filesystem::path&) override {
+    return util::not_found("the benchmark executor keeps no pid files");
+  }
+  int64_t launched() {
+    std::lock_guard lock(mu_);
+    return launched_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::mt19937_64 rng_;
+  int next_pid_ = 100000;
+  int64_t launched_ = 0;
+  std::map<int, util::Duration> end_;
+};
+
+struct StreamRun {
+  double submitted_per_s = 0, started_per_s = 0;
+  std::vector<double> cycle_ms;
+  int64_t pending_at_end = 0;
+};
+
+// Submits `rate` jobs/s from one thread for `seconds` while this thread runs a reconcile cycle
+// every 100 ms, on `nodes` x 8 GPUs.
+StreamRun run_stream(const std::string& policy, int nodes, double rate, double seconds) {
+  TempDir dir;
+  FinishingExecutor executor(7);
+  WallClock clock;
+  auto plane = open_plane(dir.path(), sim_nodes(nodes, 8, "H100-80GB"), executor, clock, policy);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> submitted{0};
+  std::thread submitter([&] {
+    std::mt19937_64 rng(42);
+    const util::Duration t0 = WallClock::steady_now();
+    for (int64_t i = 0; !done; ++i) {
+      const util::Duration due = t0 + util::seconds_f(static_cast<double>(i) / rate);
+      while (!done && WallClock::steady_now() < due) std::this_thread::yield();
+      if (done) break;
+      const int g = job_gpus(rng);
+      const std::string team = fmt::format("team{}", i % kTeams);
+      must(plane->submit(manifest(fmt::format("s{}", g), team, g), "b", kAdmin), "submitting");
+      ++submitted;
+    }
+  });
+  StreamRun run;
+  const util::Duration t0 = WallClock::steady_now();
+  const int64_t launched0 = executor.launched();
+  // Cycles every 100 ms, as a server with reconcileIntervalSeconds: 0.1 (a cycle that takes
+  // longer is followed at once by the next).
+  const util::Duration interval = util::seconds_f(0.1);
+  for (util::Duration tick = t0; WallClock::steady_now() - t0 < util::seconds_f(seconds);) {
+    const util::Duration c0 = WallClock::steady_now();
+    must(plane->reconcile_once(), "reconcile_once");
+    run.cycle_ms.push_back(elapsed_ms(c0));
+    tick += interval;
+    if (tick > WallClock::steady_now()) std::this_thread::sleep_for(tick - WallClock::steady_now());
+  }
+  done = true;
+  submitter.join();
+  const double s = elapsed_ms(t0) / 1000.0;
+  run.submitted_per_s = static_cast<double>(submitted) / s;
+  run.started_per_s = static_cast<double>(executor.launched() - launched0) / s;
+  // Every job is one worker, so workers launched are jobs started.
+  run.pending_at_end = submitted - (executor.launched() - launched0);
+  return run;
+}
+
+void bench_stream(const Sizes& z) {
+  const double seconds = z.repetitions > 1 ? 20 : 5;
+  fmt::print("\n## 4. Decisions per second: a stream of submissions on {} nodes x 8 GPUs\n\n",
+             z.nodes);
+  fmt::print(
+      "One thread submits at the offered rate ({} teams, Philly-like 1-8 GPU jobs that run "
+      "0.5-2 s); this thread runs a reconcile cycle every 100 ms for {:.0f} s (the server's loop "
+      "with reconcileIntervalSeconds: 0.1). Each cycle polls workers, commits finishes, plans "
+      "and launches.\n\n",
+      kTeams, seconds);
+  fmt::print(
+      "| policy | offered/s | submitted/s | started/s | cycles | cycle p50 ms | cycle p99 ms | "
+      "pending at end |\n|---|---|---|---|---|---|---|---|\n");
+  for (const std::string policy : {"fifo", "backfill", "priority", "fair"}) {
+    for (const double rate : {200.0, 1000.0}) {
+      const StreamRun r = run_stream(policy, z.nodes, rate, seconds);
+      fmt::print("| {} | {:.0f} | {:.0f} | {:.0f} | {} | {:.1f} | {:.1f} | {} |\n", policy, rate,
+                 r.submitted_per_s, r.started_per_s, r.cycle_ms.size(), median(r.cycle_ms),
+                 percentile(r.cycle_ms, 0.99), r.pending_at_end);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainyard::bench
 
@@ -362,12 +488,13 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--only=", 0) == 0) {
       only = arg.substr(7);
     } else {
-      fmt::print(stderr, "usage: server_bench [--quick] [--only=submit|query|reconcile]\n");
+      fmt::print(stderr, "usage: server_bench [--quick] [--only=submit|query|reconcile|stream]\n");
       return 2;
     }
   }
   if (only.empty() || only == "submit") trainyard::bench::bench_submissions(sizes);
   if (only.empty() || only == "query") trainyard::bench::bench_queries(sizes);
   if (only.empty() || only == "reconcile") trainyard::bench::bench_reconcile(sizes);
+  if (only.empty() || only == "stream") trainyard::bench::bench_stream(sizes);
   return 0;
 }
