@@ -170,7 +170,8 @@ util::Status check_capacity_actions(const Snapshot& snap, const Plan& plan) {
 
 }  // namespace
 
-util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced) {
+util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced,
+                        Duration min_runtime) {
   std::unordered_map<int64_t, int> index;
   for (size_t i = 0; i < snap.jobs.size(); ++i)
     index[snap.jobs[i].id.value()] = static_cast<int>(i);
@@ -227,6 +228,12 @@ util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enfor
     }
     if (!snap.jobs[it->second].preemptible) {
       return util::internal_error(fmt::format("job {} is not preemptible", p.job.value()));
+    }
+    if (snap.now - snap.jobs[it->second].started < min_runtime) {
+      return util::internal_error(fmt::format(
+          "job {} is preempted {:.0f} s after it started, before the minimum run time of {:.0f} s",
+          p.job.value(), util::to_seconds(snap.now - snap.jobs[it->second].started),
+          util::to_seconds(min_runtime)));
     }
     if (!seen.insert(p.job.value()).second)
       return util::internal_error(fmt::format("job {} preempted twice or started", p.job.value()));

@@ -12,6 +12,9 @@
 
 namespace trainyard::sched {
 
-util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced);
+// `min_runtime`: no preempted job may have started less than this before snap.now (the
+// policy's PolicyConfig::min_runtime; 0 checks nothing).
+util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enforced,
+                        Duration min_runtime = Duration(0));
 
 }  // namespace trainyard::sched

@@ -187,7 +187,7 @@ TEST_P(PlanProperties, HoldForRandomSnapshots) {
     const Plan p = plan(snap, cfg, seed);
     const std::string text = plan_text(snap, p);
     const std::string where = fmt::format("policy {} seed {}", policy, seed);
-    const util::Status ok = check_plan(snap, p, true);
+    const util::Status ok = check_plan(snap, p, true, cfg.min_runtime);
     if (!ok.is_ok()) {
       ++failures;
       ADD_FAILURE() << where << ": " << ok.to_string() << "\n" << text;

@@ -183,7 +183,7 @@ TEST_P(ScenarioTest, PlanMatchesExpectation) {
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const Scenario& sc = *loaded;
   const Plan p = plan(sc.snap, sc.cfg, 1);
-  const util::Status invariants = check_plan(sc.snap, p, true);
+  const util::Status invariants = check_plan(sc.snap, p, true, sc.cfg.min_runtime);
   EXPECT_TRUE(invariants.is_ok()) << file << ": " << invariants.to_string();
   const std::vector<std::string> diff = diff_plan(sc, p);
   if (!diff.empty()) {

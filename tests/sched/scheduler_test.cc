@@ -184,3 +184,31 @@ TEST(Scheduler, SamePlanForSameSnapshot) {
 
 }  // namespace
 }  // namespace trainyard::sched
+
+namespace trainyard::sched {
+namespace {
+
+TEST(Scheduler, CheckPlanRefusesPreemptingAJobYoungerThanTheMinimumRunTime) {
+  auto snap = SnapshotForTest()
+                  .node("n1", 4, "L4")
+                  .running(1, {.gpus = 4, .priority = 0}, {{"n1", {0, 1, 2, 3}}})
+                  .pending(2, {.gpus = 4, .priority = 100, .submitted = 5})
+                  .build();
+  snap.now = util::from_seconds(100);  // job 1 started at 0: it has run 100 s
+  PolicyConfig cfg;
+  cfg.name = "priority";
+  cfg.min_runtime = Duration(0);
+  const Plan p = plan(snap, cfg);
+  ASSERT_EQ(p.preemptions.size(), 1u);
+  EXPECT_TRUE(check_plan(snap, p, true, util::seconds(100)).is_ok());
+  const util::Status young = check_plan(snap, p, true, util::seconds(101));
+  ASSERT_FALSE(young.is_ok());
+  EXPECT_NE(young.message().find("before the minimum run time of 101 s"), std::string::npos)
+      << young.message();
+  // And plan() itself keeps the rule.
+  cfg.min_runtime = util::seconds(101);
+  EXPECT_TRUE(plan(snap, cfg).preemptions.empty());
+}
+
+}  // namespace
+}  // namespace trainyard::sched
