@@ -351,6 +351,7 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--min-runtime", args->min_runtime_s,
                   "seconds a job's attempt runs before it may be preempted (every preemptive "
                   "policy; 0 = at once)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--max-victim-searches", args->max_victim_searches,
                   "victim searches per scheduling round; jobs ranked below wait for the next "
