@@ -351,17 +351,17 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--min-runtime", args->min_runtime_s,
                   "seconds a job's attempt runs before it may be preempted (every preemptive "
                   "policy; 0 = at once)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
   cmd->add_option("--max-victim-searches", args->max_victim_searches,
                   "victim searches per scheduling round; jobs ranked below wait for the next "
                   "round (0 = no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--fair-half-life", args->fair_half_life_s,
                   "fair: seconds of half-life of each team's past GPU usage in the team order (0 "
                   "= current usage only)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
   cmd->add_option("--tiresias-thresholds", args->tiresias_thresholds,
                   "tiresias queue boundaries in attained GPU-seconds, increasing, comma-separated")
@@ -369,7 +369,7 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--starvation-factor", args->starvation_factor,
                   "tiresias promotes a job waiting longer than this many times its last run to "
                   "the first queue (0 = never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   cmd->add_flag("--allow-unfinished", args->allow_unfinished,
                 "exit 0 even when some jobs can never fit the cluster (they are listed as "
