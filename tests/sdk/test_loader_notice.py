@@ -27,7 +27,8 @@ class LoaderNoticeTest(unittest.TestCase):
         try:
             for _ in range(5):  # the workers are up and feeding batches
                 line = child.stdout.readline()
-                self.assertTrue(line.startswith("step "), line + child.stderr.read())
+                if not line.startswith("step "):
+                    self.fail("no step line (%r): %s" % (line, child.communicate()[1]))
             os.killpg(child.pid, signal.SIGTERM)  # the server's notice: the whole group
             out, err = child.communicate(timeout=60)
         except BaseException:

@@ -14,14 +14,16 @@ so the rest works with the standard library alone.
 
 from .checkpoint import Checkpoint, CheckpointError, CheckpointManager
 from .interval import young_interval
-from .runtime import EXIT_DONE, EXIT_PREEMPTED, Job, Notice, job
+from .runtime import (EXIT_DONE, EXIT_PREEMPTED, Job, Notice, ignore_notice_signals, job,
+                      worker_init_fn)
 from .metrics import Reporter, report
 from .sampler import ResumableSampler
 
 __version__ = "0.1.0"
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointManager", "EXIT_DONE", "EXIT_PREEMPTED",
-           "Job", "Notice", "Reporter", "ResumableSampler", "job", "report", "young_interval"]
+           "Job", "Notice", "Reporter", "ResumableSampler", "ignore_notice_signals", "job", "report",
+           "worker_init_fn", "young_interval"]
 
 
 def __getattr__(name):

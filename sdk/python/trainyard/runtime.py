@@ -209,3 +209,28 @@ def job(signals=("SIGTERM",), env=None):
 def current():
     """The Job created by job(), or None; never installs handlers."""
     return _current
+
+
+def ignore_notice_signals(signals=None):
+    """Makes this process ignore the notice signals (call it in a child process).
+
+    The notice goes to the whole process group, so a worker process started by the
+    training program (a DataLoader worker) gets it too; torch's workers die of SIGTERM,
+    and the main process then raises "DataLoader worker ... is killed by signal" in
+    the middle of its final save. The main process alone should act on the notice;
+    children are stopped by it as they would be at the end of training, and SIGKILL
+    at the deadline still reaches them. `signals`: numbers or names; by default the
+    ones this process's Job handles (inherited over fork), else SIGTERM.
+    """
+    if signals is None:
+        signals = (_current._installed if _current is not None and _current._installed
+                   else (signal.SIGTERM,))
+    for sig in signals:
+        signal.signal(getattr(signal, sig) if isinstance(sig, str) else sig, signal.SIG_IGN)
+
+
+def worker_init_fn(worker_id=None):
+    """A DataLoader worker_init_fn that ignores the notice signals:
+    `DataLoader(..., num_workers=2, worker_init_fn=trainyard.worker_init_fn)`.
+    With a worker_init_fn of your own, call ignore_notice_signals() in it instead."""
+    ignore_notice_signals()
