@@ -1,5 +1,6 @@
 // `trainyard show` (a job's spec, placement, attempts, events and why it waits) and
 // `trainyard logs` (a worker's output, optionally followed until the attempt ends).
+#include <cstdio>
 #include <iostream>
 #include <thread>
 
@@ -159,11 +160,38 @@ Runner add_logs_command(CLI::App& app) {
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("logs", id.status());
     int attempt = o->attempt;
-    if (attempt == 0 && o->follow) {
-      // Pin the attempt so that following does not jump to a later one mid-stream.
+    if (attempt == 0) {
       auto j = api.get(fmt::format("/api/v1/jobs/{}", *id));
       if (!j.is_ok()) return report("logs", j.status());
+      auto ran = [](const nlohmann::json& job) {
+        return job.contains("attempts") && !job["attempts"].empty();
+      };
       attempt = (*j)["attempt"].get<int>();
+      if (!ran(*j)) {
+        // Never started: say so (and why it waits) rather than print nothing.
+        const std::string why = (*j).value("waiting", std::string());
+        std::fprintf(stderr, "trainyard logs: job %lld (%s) has not started yet%s%s\n",
+                     static_cast<long long>(*id), (*j).value("name", "").c_str(),
+                     why.empty() ? "" : ": ", why.c_str());
+        if (!o->follow) {
+          std::fprintf(stderr, "(trainyard logs -f waits for it to start)\n");
+          return kExitFailure;
+        }
+        std::fprintf(stderr, "waiting for it to start...\n");
+        while (!ran(*j)) {
+          const std::string now_state = (*j).value("state", "");
+          if (now_state == "succeeded" || now_state == "failed" || now_state == "cancelled") {
+            std::fprintf(stderr, "trainyard logs: job %lld ended %s without running\n",
+                         static_cast<long long>(*id), now_state.c_str());
+            return kExitFailure;
+          }
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+          j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+          if (!j.is_ok()) return report("logs", j.status());
+        }
+        attempt = (*j)["attempt"].get<int>();
+      }
+      // Following pins the attempt so that it does not jump to a later one mid-stream.
     }
     int64_t offset = 0;
     for (;;) {

@@ -90,7 +90,24 @@ class Basics(unittest.TestCase):
         self.assertIn("GPU", job["waiting"])  # the scheduler's reason names what is missing
         shown = self.s.cli("show", str(waiting)).stdout
         self.assertIn("Waiting:", shown)
+        # logs of a job that never ran says so, and why it waits; -f waits and says when it
+        # ended without running.
+        logs = self.s.cli("logs", str(waiting), check=False)
+        self.assertEqual(logs.returncode, 1)
+        self.assertIn("has not started yet", logs.stderr)
+        self.assertIn("GPU", logs.stderr)
+        follower = subprocess.Popen([harness.BIN, "logs", "-f", str(waiting)],
+                                    env={**{k: v for k, v in os.environ.items()
+                                            if k != "TRAINYARD_TOKEN"},
+                                         "TRAINYARD_SERVER": self.s.url},
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
         self.s.cli("cancel", str(waiting), str(jid))
+        out, err = follower.communicate(timeout=30)
+        self.assertEqual(follower.returncode, 1, err)
+        self.assertIn("waiting for it to start", err)
+        self.assertIn("ended cancelled without running", err)
         self.assertEqual(self.s.wait(waiting)["state"], "cancelled")
         self.assertEqual(self.s.wait(jid)["state"], "cancelled")
         again = self.s.cli("cancel", str(waiting), check=False)
