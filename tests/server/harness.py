@@ -124,8 +124,16 @@ class Server:
     def job(self, job_id, **kw):
         return json.loads(self.cli("show", str(job_id), "-o", "json", **kw).stdout)
 
-    def logs(self, job_id, *args):
-        return self.cli("logs", str(job_id), *args).stdout
+    def logs(self, job_id, *args, token=None):
+        """The worker's output; "" while the job has not started (`logs` then exits 1 and says
+        so), so that callers may poll."""
+        r = self.cli("logs", str(job_id), *args, token=token, check=False)
+        if r.returncode == 1 and "has not started yet" in r.stderr:
+            return ""
+        if r.returncode != 0:
+            raise AssertionError(f"trainyard logs {job_id} {' '.join(args)} -> {r.returncode}\n"
+                                 f"{r.stderr}")
+        return r.stdout
 
     def wait(self, job_id, states=("succeeded", "failed", "cancelled"), timeout=30, **kw):
         deadline = time.time() + timeout

@@ -100,7 +100,7 @@ class Isolation(unittest.TestCase):
     def wait_for_log(self, jid, text, token, timeout=20):
         deadline = time.time() + timeout
         while True:
-            log = self.s.cli("logs", str(jid), token=token).stdout
+            log = self.s.logs(jid, token=token)
             if text in log:
                 return log
             self.assertLess(time.time(), deadline, f"job {jid} never printed {text!r}: {log}")
