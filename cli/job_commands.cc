@@ -81,7 +81,8 @@ Runner add_submit(CLI::App& app) {
     std::string idempotency_key;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("submit", "Submit jobs from YAML specs (docs/job-spec.md)");
+  CLI::App* cmd =
+      app.add_subcommand("submit", "Submit jobs from YAML or JSON specs (docs/job-spec.md)");
   cmd->add_option("-f,--file", o->files, "Job spec file (YAML or JSON; - for stdin); repeatable")
       ->required();
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the new job ids");

@@ -55,7 +55,9 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--workers", o->workers, "Gang size")->check(CLI::Range(1, 1024));
   cmd->add_option("--priority-class", o->priority_class, "low, normal or high")
       ->capture_default_str();
-  cmd->add_option("--gpu-model", o->gpu_model, "Accelerator model, e.g. H100-80GB");
+  cmd->add_option("--gpu-model", o->gpu_model,
+                  "GPU model, or a comma-separated list of models any of which will do, e.g. "
+                  "H100-80GB or A100-80GB,H100-80GB");
   cmd->add_option("--cpu", o->cpu, "CPU per worker, e.g. 4 or 500m");
   cmd->add_option("--memory", o->memory, "Memory per worker, e.g. 16Gi");
   cmd->add_option("--env", o->env, "NAME=VALUE for the workers; repeatable")
@@ -68,7 +70,10 @@ Runner add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--grace", o->grace, "Seconds between the preemption notice and SIGKILL")
       ->capture_default_str();
-  cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "TRAINYARD_CHECKPOINT_DIR");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Absolute directory for the job's checkpoints, given to the workers as "
+                  "TRAINYARD_CHECKPOINT_DIR (default: checkpoints/<id>/ in the server's state "
+                  "directory)");
   cmd->add_flag("--not-preemptible", o->not_preemptible, "Never preempt this job");
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the job id");
   add_idempotency_option(*cmd, o->idempotency_key);

@@ -85,6 +85,21 @@ util::Status check_idempotency_key(const std::string& key) {
   return util::Status::ok();
 }
 
+// `curl -d @job.yaml` removes the file's line breaks (only --data-binary keeps them) and sends
+// the form content type: a one-line body that fails to parse most likely came that way.
+util::Result<nlohmann::json> with_curl_hint(util::Result<nlohmann::json> r, const Request& req) {
+  if (r.is_ok() || r.status().code() != util::StatusCode::InvalidArgument) return r;
+  const std::string* type = req.header("Content-Type");
+  if (type == nullptr || !type->starts_with("application/x-www-form-urlencoded") ||
+      req.body.find('\n') != std::string::npos || req.body.find(": ") == std::string::npos) {
+    return r;
+  }
+  return util::Status(util::StatusCode::InvalidArgument,
+                      r.status().message() +
+                          " (the body has no line breaks: curl -d removes them; send the file "
+                          "with curl --data-binary @FILE)");
+}
+
 }  // namespace
 
 void HttpApi::routes() {
@@ -149,7 +164,7 @@ void HttpApi::routes() {
       if (auto st = check_idempotency_key(*header); !st.is_ok()) return reply_error(res, st);
       key = *header;
     }
-    send(res, plane_.submit(req.body, file, *who, key), 201);
+    send(res, with_curl_hint(plane_.submit(req.body, file, *who, key), req), 201);
   });
 
   get("/api/v1/jobs", [this, auth](const Request& req, Response& res) {

@@ -265,6 +265,19 @@ class Bodies(unittest.TestCase):
         self.assertEqual(status, 201, reply)
         self.assertEqual(json.loads(reply)["name"], "form")
 
+
+    def test_a_spec_flattened_by_curl_d_gets_a_hint(self):
+        # `curl -d @job.yaml` drops the line breaks and sends the form content type.
+        flat = padded_spec("flat", 0).replace(b"\n", b"")
+        status, _, reply = request(self.s.url, "POST", "/api/v1/jobs", flat,
+                                   {"Content-Type": FORM})
+        self.assertEqual(status, 400, reply)
+        self.assertIn("curl --data-binary", json.loads(reply)["error"]["message"])
+        # The same body under another content type gets the plain error.
+        status, _, reply = request(self.s.url, "POST", "/api/v1/jobs", flat,
+                                   {"Content-Type": "application/yaml"})
+        self.assertEqual(status, 400, reply)
+        self.assertNotIn("curl", json.loads(reply)["error"]["message"])
     def test_a_body_over_max_request_bytes_is_a_413_naming_the_limit(self):
         body = padded_spec("big", 100 * 1024)
         for ctype in (FORM, "application/yaml"):
