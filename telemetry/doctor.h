@@ -25,7 +25,8 @@ struct StepMetrics {
   std::optional<double> loss;  // absent or null (not finite) in the file
   std::optional<double> data_wait_s;
   std::optional<double> step_time_s;
-  std::string dtype;  // "" when not reported
+  std::string dtype;                   // "" when not reported
+  std::optional<int64_t> total_steps;  // the steps the job means to run, when it says
 };
 
 struct JobTelemetry {

@@ -76,6 +76,7 @@ util::Result<StepMetrics> parse_step_metrics_line(std::string_view line) {
   m.time_ms = std::llround(t * 1000);
   TY_RETURN_IF_ERROR(read_count(obj, "step", m.step));
   TY_RETURN_IF_ERROR(read_count(obj, "samples", m.samples));
+  TY_RETURN_IF_ERROR(read_count(obj, "total_steps", m.total_steps));
   if (auto it = obj.find("loss"); it != obj.end() && !it->is_null()) {
     if (!it->is_number()) return field_error("loss", "a number or null", *it);
     m.loss = it->get<double>();
