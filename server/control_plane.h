@@ -35,6 +35,7 @@
 #include "server/group_commit.h"
 #include "server/local_node.h"
 #include "server/metrics.h"
+#include "server/progress_cache.h"
 #include "server/telemetry_recorder.h"
 #include "server/worker_identity.h"
 #include "store/store.h"
@@ -241,6 +242,10 @@ class ControlPlane {
   std::string checkpoint_dir_of(const store::JobRecord& rec) const;
   void add_progress(nlohmann::json& j, const store::JobRecord& rec,
                     const std::string& checkpoint) const;
+  // A running job's step, throughput and ETA as the API's `progress` object (progress_views.cc),
+  // from the cache; call without mu_ held (it may read the job's metrics file).
+  nlohmann::json progress_json(int64_t id, int attempt, const std::string& team);
+  void add_step_progress(nlohmann::json& job);  // sets job["progress"] when there is one
   nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
   // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
   std::string device_uuid(const sched::Assignment& a) const;
@@ -271,6 +276,8 @@ class ControlPlane {
   std::unique_ptr<GroupCommitter> committer_;
   mutable std::mutex reader_mu_;
   store::StorePtr reader_;  // guarded by reader_mu_
+  // Jobs' step progress, keyed by their metrics files' size and mtime (own lock).
+  std::unique_ptr<ProgressCache> progress_ = std::make_unique<ProgressCache>();
 
   mutable std::mutex mu_;
   std::map<util::JobId, ActiveJob> active_;               // guarded by mu_

@@ -96,6 +96,7 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   TY_RETURN_IF_ERROR(permission(who, rec));
   j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
   add_progress(j, rec, checkpoint_dir_of(rec));
+  add_step_progress(j);
   // How the job used its GPUs over its life; the full series is GET .../telemetry.
   if (auto series = job_series(id); series.is_ok()) {
     nlohmann::json u = utilization_summary(*series);
@@ -176,13 +177,15 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter,
     TY_ASSIGN_OR_RETURN(recs, reader_->list_jobs(filter));
   }
   nlohmann::json items = nlohmann::json::array();
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& r : recs) {
     auto it = active_.find(r.id);
     // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
     items.push_back(it != active_.end() ? job_json(&it->second, it->second.rec)
                                         : job_json(nullptr, r));
   }
+  lock.unlock();  // progress may read metrics files
+  for (auto& item : items) add_step_progress(item);
   nlohmann::json out = {{"items", std::move(items)}};
   if (static_cast<int>(recs.size()) == filter.limit && !recs.empty())
     out["nextBefore"] = recs.back().id.value();

@@ -47,6 +47,15 @@ class ReportTest(unittest.TestCase):
         again.flush()
         self.assertEqual([x["step"] for x in self.read()], list(range(20)) + [99])
 
+    def test_total_steps_given_once_is_on_every_later_line(self):
+        r = Reporter(self.path, env={})
+        r.report(step=0)
+        r.report(step=1, total_steps=500)
+        r.report(step=2)
+        r.report(step=3, total_steps=800)  # a longer run decided mid-way
+        r.flush()
+        self.assertEqual([x.get("total_steps") for x in self.read()], [None, 500, 500, 800])
+
     def test_never_raises(self):
         r = Reporter(os.path.join(self.tmp.path, "no", "such", "dir", "m.jsonl"), flush_bytes=1,
                      env={})

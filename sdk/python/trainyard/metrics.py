@@ -63,6 +63,7 @@ class Reporter:
                 self._fixed[field] = int(env[var])
             except (KeyError, ValueError):
                 pass
+        self._total_steps = None
         self._lines = []
         self._size = 0
         self._last_flush = time.monotonic()
@@ -70,12 +71,17 @@ class Reporter:
         self._warned = False
 
     def report(self, step=None, samples=None, loss=None, data_wait_s=None, step_time_s=None,
-               dtype=None, **extra):
+               dtype=None, total_steps=None, **extra):
         if self.path is None:
             return
         try:
             rec = {"time": round(time.time(), 6)}
             rec.update(self._fixed)
+            if total_steps is not None:
+                # Kept and written on every later line: readers look only at the newest lines.
+                self._total_steps = int(total_steps)
+            if self._total_steps is not None:
+                rec["total_steps"] = self._total_steps
             for key, value in (("step", step), ("samples", samples), ("loss", loss),
                                ("data_wait_s", data_wait_s), ("step_time_s", step_time_s),
                                ("dtype", dtype)):
@@ -135,12 +141,14 @@ def reporter():
 
 
 def report(step=None, samples=None, loss=None, data_wait_s=None, step_time_s=None, dtype=None,
-           **extra):
+           total_steps=None, **extra):
     """Appends one metrics line (buffered). Never raises.
 
     step: optimizer steps done; samples: samples this step trained on (this
     worker); loss: training loss; data_wait_s / step_time_s: seconds spent
     waiting for input / in the whole step; dtype: compute dtype ("bf16", ...);
+    total_steps: the steps the run means to reach (given once, it is repeated
+    on every later line; `trainyard ls` then shows an ETA);
     extra: more JSON-able fields.
     """
     try:
@@ -149,7 +157,7 @@ def report(step=None, samples=None, loss=None, data_wait_s=None, step_time_s=Non
         log.warning("trainyard: metrics disabled: %s", e)
         return
     r.report(step=step, samples=samples, loss=loss, data_wait_s=data_wait_s,
-             step_time_s=step_time_s, dtype=dtype, **extra)
+             step_time_s=step_time_s, dtype=dtype, total_steps=total_steps, **extra)
 
 
 def flush():

@@ -1,0 +1,121 @@
+// The `progress` object of the job list and detail (docs/api.md): a running job's step,
+// throughput and ETA from its metrics file, through ProgressCache.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "exec/checkpoint_reader.h"
+#include "exec/executor.h"
+#include "server/control_plane.h"
+#include "server/progress_cache.h"
+
+namespace trainyard::server {
+namespace {
+
+// Reads the last `max_bytes` of an open file; sets `from_start` when that is the whole file.
+std::optional<std::string> read_tail(int fd, int64_t size, int64_t max_bytes, bool& from_start) {
+  const int64_t offset = std::max<int64_t>(0, size - max_bytes);
+  from_start = offset == 0;
+  std::string text(static_cast<size_t>(size - offset), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + done, text.size() - done,
+                              static_cast<off_t>(offset + static_cast<int64_t>(done)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;  // truncated meanwhile
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return text;
+}
+
+std::string api_time_ms(int64_t ms) {
+  const util::Time t{std::chrono::milliseconds(ms)};
+  const std::string whole = util::format_time(t);  // "...:08Z"
+  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ((ms % 1000) + 1000) % 1000);
+}
+
+bool shows_progress(const std::string& state) {
+  return state == "running" || state == "preempting";
+}
+
+}  // namespace
+
+std::optional<telemetry::StepProgress> ProgressCache::get(int64_t job,
+                                                          const std::filesystem::path& file) {
+  // A job controls this path: no link in the last place, and a FIFO must not block us.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const int64_t size = st.st_size;
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(job);
+    if (it != entries_.end() && it->second.file == file && it->second.size == size &&
+        it->second.mtime_ns == mtime_ns) {
+      ::close(fd);
+      return it->second.progress;
+    }
+  }
+  bool from_start = false;
+  const auto text = read_tail(fd, size, kTailBytes, from_start);
+  ::close(fd);
+  if (!text) return std::nullopt;
+  const auto lines = telemetry::parse_metrics_tail(*text, from_start);
+  auto progress = telemetry::step_progress(lines);
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  entries_[job] = Entry{.file = file, .size = size, .mtime_ns = mtime_ns, .progress = progress};
+  return progress;
+}
+
+nlohmann::json ControlPlane::progress_json(int64_t id, int attempt, const std::string& team) {
+  const auto identity = file_identity(team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  if (!as_job.ok()) return nullptr;
+  const auto file = run_dir(util::JobId(id), attempt, 0) / exec::kMetricsFile;
+  const auto p = progress_->get(id, file);
+  if (!p) return nullptr;
+  const auto opt = [](const std::optional<double>& v) -> nlohmann::json {
+    return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j = {{"attempt", attempt},
+                      {"step", p->step},
+                      {"totalSteps", p->total_steps ? nlohmann::json(*p->total_steps) : nullptr},
+                      {"fraction", opt(p->fraction())},
+                      {"stepsPerSecond", opt(p->steps_per_s)},
+                      {"samplesPerSecond", opt(p->samples_per_s)},
+                      {"reported", api_time_ms(p->reported_ms)},
+                      {"etaSeconds", nullptr},
+                      {"finishEstimate", nullptr}};
+  if (p->eta_s) {
+    // The estimate is as of the last report; counted down to now, not below zero.
+    const int64_t finish_ms = p->reported_ms + std::llround(*p->eta_s * 1000);
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
+            .count();
+    j["etaSeconds"] = std::max<int64_t>(0, (finish_ms - now_ms + 999) / 1000);
+    j["finishEstimate"] = api_time_ms(finish_ms);
+  }
+  return j;
+}
+
+void ControlPlane::add_step_progress(nlohmann::json& job) {
+  if (!job.is_object() || !shows_progress(job.value("state", std::string()))) return;
+  const nlohmann::json p =
+      progress_json(job.value("id", int64_t{0}), job.value("attempt", 0), job.value("team", ""));
+  if (!p.is_null()) job["progress"] = p;
+}
+
+}  // namespace trainyard::server
