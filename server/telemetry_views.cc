@@ -8,6 +8,8 @@
 #include "exec/executor.h"
 #include "model/accelerator.h"
 #include "server/control_plane.h"
+#include "server/process_info.h"
+#include "server/telemetry_open_minutes.h"
 
 namespace trainyard::server {
 namespace {
@@ -120,6 +122,32 @@ std::optional<double> as_double(std::optional<int64_t> v) {
   return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
 }
 
+// The processes on a device; user and command line only to those who may see the job's team
+// (admins see every process's, also of processes outside any job), and only for this machine.
+json gpu_processes_json(const AttributedSample& a, const Principal& who) {
+  json procs = json::array();
+  for (const auto& p : a.sample.processes) {
+    auto pj = a.process_job.find(p.pid);
+    json e = {{"pid", p.pid},
+              {"memoryBytes", opt(p.memory_bytes)},
+              {"smUtilPercent", opt(p.sm_util_percent)},
+              {"job", pj != a.process_job.end() ? json(pj->second) : json(nullptr)},
+              {"user", nullptr},
+              {"command", nullptr}};
+    bool visible = who.admin;
+    for (const auto& j : a.jobs)
+      if (pj != a.process_job.end() && j.id == pj->second) visible = who.may_access_team(j.team);
+    if (visible && a.sample.host.empty()) {
+      if (auto info = describe_local_process(p.pid)) {
+        e["user"] = info->user;
+        e["command"] = info->command;
+      }
+    }
+    procs.push_back(std::move(e));
+  }
+  return procs;
+}
+
 }  // namespace
 
 TelemetryPlacements ControlPlane::telemetry_placements() const {
@@ -141,9 +169,13 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
           .job_id = std::to_string(id.value()),
           .profile = profile != job.manifest.labels.end() ? profile->second : "healthy",
           .start_ms = to_ms(job.rec.started)};
-      for (const auto& w : job.workers)
-        if (w.rank == a.worker && w.ref.pid > 0 && w.ref.batch_job == 0 && !w.finished)
-          load.pids.push_back(w.ref.pid);
+      for (const auto& w : job.workers) {
+        if (w.rank != a.worker || w.ref.pid <= 0 || w.ref.batch_job != 0 || w.finished) continue;
+        // The processes the wrapper started hold the GPU (NVML reports those), not the wrapper.
+        const std::vector<int> workers = child_processes(w.ref.pid);
+        if (workers.empty()) load.pids.push_back(w.ref.pid);
+        load.pids.insert(load.pids.end(), workers.begin(), workers.end());
+      }
       p.loads[uuid] = std::move(load);
       p.metrics_files[uuid] =
           (run_dir(id, job.rec.attempt, a.worker) / exec::kMetricsFile).string();
@@ -193,15 +225,7 @@ json ControlPlane::gpus(const Principal& who) const {
         jobs.push_back(std::move(e));
       }
       d["jobs"] = std::move(jobs);
-      json procs = json::array();
-      for (const auto& p : s.processes) {
-        auto pj = a.process_job.find(p.pid);
-        procs.push_back({{"pid", p.pid},
-                         {"memoryBytes", opt(p.memory_bytes)},
-                         {"smUtilPercent", opt(p.sm_util_percent)},
-                         {"job", pj != a.process_job.end() ? json(pj->second) : json(nullptr)}});
-      }
-      d["processes"] = std::move(procs);
+      d["processes"] = gpu_processes_json(a, who);
       items.push_back(std::move(d));
     }
   }
@@ -327,6 +351,12 @@ util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
   TY_ASSIGN_OR_RETURN(JobSeries series, job_series(id));
   json minutes = json::array();
   for (const auto& m : series.minutes) minutes.push_back(minute_json(m));
+  // Minutes not stored yet (the one in progress) from the raw samples, marked partial.
+  for (const auto& m : summarize_minutes(series.recent)) {
+    json row = minute_json(m);
+    row["partial"] = true;
+    minutes.push_back(std::move(row));
+  }
   // The newest raw samples, also those already summarized in a stored minute.
   std::vector<telemetry::GpuSample> raw;
   if (recorder_) raw = recorder_->recent_for_job(id.value(), 0);
