@@ -64,6 +64,14 @@ struct WaitReason {
   uint8_t filter = 0;  // for placement: which filter removed the last candidates (see placement.h)
 };
 
+// The backfill reservation a plan made (backfill policy only): the first job that did not fit
+// and the shadow time, when the running jobs' runtime limits free its GPUs. job is kNoJob when
+// the plan made none.
+struct Reservation {
+  JobId job = util::kNoJob;
+  Time at = Time::max();
+};
+
 struct Plan {
   // Some job waits with PreemptionDeferred: a driver should plan again soon even if nothing
   // else changes.
@@ -73,6 +81,7 @@ struct Plan {
   std::vector<WaitReason> waiting;  // one per pending job that did not start
   std::vector<ScaleUpAction> scale_ups;
   std::vector<ReleaseAction> releases;
+  Reservation reservation;
 };
 
 std::string_view stage_name(Stage s);

@@ -80,7 +80,10 @@ class Walk {
       }
     }
     if (ctx_.traits.strict_fifo) blocker_ = job.id;
-    if (ctx_.traits.backfill && !backfill_) backfill_.emplace(ctx_, idx);
+    if (ctx_.traits.backfill && !backfill_) {
+      backfill_.emplace(ctx_, idx);
+      if (backfill_->active()) ctx_.plan.reservation = {job.id, backfill_->shadow()};
+    }
     ctx_.wait(job, Stage::Placement, WaitCode::NoCapacityNow, job.gpu_share().value(), r.filter);
   }
 
