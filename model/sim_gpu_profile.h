@@ -18,11 +18,12 @@ inline constexpr std::string_view kSimProfileMemoryLeak = "memory-leak";  // mem
 inline constexpr std::string_view kSimProfileOverheating = "overheating";
 inline constexpr std::string_view kSimProfileUnderfilled = "underfilled";  // small batches
 inline constexpr std::string_view kSimProfileIdle = "idle";  // holds the GPU, computes nothing
+inline constexpr std::string_view kSimProfileFp32 = "fp32";  // busy, but tensor cores unused
 
 // Every profile; `healthy` is the default when a job has no label.
-inline constexpr std::array<std::string_view, 6> kSimGpuProfiles = {
-    kSimProfileHealthy,     kSimProfileDataBound,   kSimProfileMemoryLeak,
-    kSimProfileOverheating, kSimProfileUnderfilled, kSimProfileIdle};
+inline constexpr std::array<std::string_view, 7> kSimGpuProfiles = {
+    kSimProfileHealthy,     kSimProfileDataBound, kSimProfileMemoryLeak, kSimProfileOverheating,
+    kSimProfileUnderfilled, kSimProfileIdle,      kSimProfileFp32};
 
 inline bool is_sim_gpu_profile(std::string_view name) {
   return std::find(kSimGpuProfiles.begin(), kSimGpuProfiles.end(), name) != kSimGpuProfiles.end();

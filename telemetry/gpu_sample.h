@@ -43,13 +43,19 @@ struct GpuSample {
   std::optional<int> gpu_instance_id;
   std::string mig_profile;
 
-  std::optional<double> gpu_util_percent;     // % of time a kernel ran (n/a on MIG)
-  std::optional<double> mem_util_percent;     // memory-controller busy %
-  std::optional<double> sm_active_percent;    // GPM SM activity (Hopper+), when available
-  std::optional<uint64_t> memory_used_bytes;  // allocated (NVML v2: excludes reserved)
+  std::optional<double> gpu_util_percent;   // % of time a kernel ran (n/a on MIG)
+  std::optional<double> mem_util_percent;   // memory-controller busy %
+  std::optional<double> sm_active_percent;  // GPM SM activity (Hopper+), when available
+  // Profiling activity (NVML GPM, Hopper and newer), in % like the fields above; /metrics
+  // writes them as DCGM's 0..1 ratios.
+  std::optional<double> tensor_active_percent;     // any tensor-core pipe busy
+  std::optional<double> dram_active_percent;       // DRAM bandwidth used of its peak
+  std::optional<double> gr_engine_active_percent;  // graphics/compute engine busy
+  std::optional<uint64_t> memory_used_bytes;       // allocated (NVML v2: excludes reserved)
   std::optional<uint64_t> memory_total_bytes;
   std::optional<double> temperature_c;
   std::optional<double> slowdown_temperature_c;  // the card's own slowdown threshold
+  std::optional<double> memory_temperature_c;    // HBM sensor, where the card has one
   std::optional<double> power_w;
   std::optional<double> power_limit_w;
   std::optional<double> sm_clock_mhz;
@@ -57,6 +63,20 @@ struct GpuSample {
   std::optional<uint64_t> throttle_reasons;  // kThrottle* bits
   std::optional<uint64_t> ecc_corrected_volatile;
   std::optional<uint64_t> ecc_uncorrected_volatile;
+  std::optional<uint64_t> energy_mj;          // energy used since the driver loaded, millijoules
+  std::optional<uint64_t> pcie_replay_count;  // PCIe retries since the driver loaded
+  // Time the clocks were held down by each cause since the driver loaded, microseconds
+  // (NVML's perf-policy violation times; DCGM's *_VIOLATION fields).
+  std::optional<uint64_t> violation_power_us;
+  std::optional<uint64_t> violation_thermal_us;
+  std::optional<uint64_t> violation_sync_boost_us;
+  std::optional<uint64_t> violation_board_limit_us;
+  std::optional<uint64_t> violation_low_util_us;
+  std::optional<uint64_t> violation_reliability_us;
+  // Row remapping (A100 and newer HBM GPUs).
+  std::optional<uint64_t> remapped_rows_correctable;
+  std::optional<uint64_t> remapped_rows_uncorrectable;
+  std::optional<bool> row_remap_failed;
   std::optional<int> last_xid;        // last XID error seen since the sampler started
   std::optional<uint64_t> xid_count;  // XID errors seen since the sampler started
   std::optional<double> pcie_tx_bytes_per_s;

@@ -24,7 +24,8 @@ struct SyntheticLoad {
   std::string job_id;
   // One of model::kSimGpuProfiles (model/sim_gpu_profile.h): "healthy", "data-bound"
   // (input-pipeline bound), "memory-leak", "overheating", "underfilled" (small batch: low memory
-  // and low utilization), "idle" (holds the GPU, computes nothing). Unknown names look healthy.
+  // and low utilization), "idle" (holds the GPU, computes nothing), "fp32" (healthy, but trains
+  // in fp32: tensor cores idle). Unknown names look healthy.
   std::string profile = std::string(model::kSimProfileHealthy);
   int64_t start_ms = 0;
   std::vector<int> pids;  // reported as the device's processes

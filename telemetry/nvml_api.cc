@@ -41,6 +41,16 @@ void bind_optional(Api& api) {
   bind(lib, "nvmlEventSetFree", api.event_set_free);
   bind(lib, "nvmlDeviceRegisterEvents", api.register_events);
   bind(lib, "nvmlEventSetWait_v2", api.event_set_wait);
+  bind(lib, "nvmlDeviceGetTotalEnergyConsumption", api.get_total_energy);
+  bind(lib, "nvmlDeviceGetPcieReplayCounter", api.get_pcie_replay_counter);
+  bind(lib, "nvmlDeviceGetViolationStatus", api.get_violation_status);
+  bind(lib, "nvmlDeviceGetRemappedRows", api.get_remapped_rows);
+  bind(lib, "nvmlDeviceGetFieldValues", api.get_field_values);
+  bind(lib, "nvmlGpmQueryDeviceSupport", api.gpm_query_support);
+  bind(lib, "nvmlGpmSampleAlloc", api.gpm_sample_alloc);
+  bind(lib, "nvmlGpmSampleFree", api.gpm_sample_free);
+  bind(lib, "nvmlGpmSampleGet", api.gpm_sample_get);
+  bind(lib, "nvmlGpmMetricsGet", api.gpm_metrics_get);
   // Drivers 535.43-535.86 wrote a 32-byte process info from *_v3 (it appends the confidential-
   // computing memory); a wrong stride corrupts every pid after the first. Those drivers are the
   // only ones with nvmlDeviceGetConfComputeMemSizeInfo but not yet

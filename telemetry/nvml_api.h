@@ -31,6 +31,33 @@ inline constexpr unsigned int kPcieTx = 0;
 inline constexpr unsigned int kPcieRx = 1;
 inline constexpr unsigned long long kEventXid = 0x8;
 inline constexpr unsigned int kNoInstance = 0xFFFFFFFF;  // GI/CI of an event outside MIG
+// nvmlPerfPolicyType_t: the causes nvmlDeviceGetViolationStatus reports.
+inline constexpr unsigned int kPerfPolicyPower = 0;
+inline constexpr unsigned int kPerfPolicyThermal = 1;
+inline constexpr unsigned int kPerfPolicySyncBoost = 2;
+inline constexpr unsigned int kPerfPolicyBoardLimit = 3;
+inline constexpr unsigned int kPerfPolicyLowUtilization = 4;
+inline constexpr unsigned int kPerfPolicyReliability = 5;
+// Field ids of nvmlDeviceGetFieldValues.
+inline constexpr unsigned int kFieldMemoryTemp = 82;        // NVML_FI_DEV_MEMORY_TEMP, C
+inline constexpr unsigned int kFieldNvlinkDataTx = 138;     // ..._NVLINK_THROUGHPUT_DATA_TX, KiB
+inline constexpr unsigned int kFieldNvlinkDataRx = 139;     // ..._NVLINK_THROUGHPUT_DATA_RX, KiB
+inline constexpr unsigned int kScopeAllLinks = 0xFFFFFFFF;  // scopeId: the sum over all links
+// nvmlValueType_t.
+inline constexpr int kValueDouble = 0;
+inline constexpr int kValueUint = 1;
+inline constexpr int kValueUlong = 2;
+inline constexpr int kValueUlonglong = 3;
+inline constexpr int kValueSlonglong = 4;
+inline constexpr int kValueSint = 5;
+// GPM metric ids (nvmlGpmMetricId_t), each 0..100.
+inline constexpr unsigned int kGpmGraphicsUtil = 1;
+inline constexpr unsigned int kGpmSmUtil = 2;
+inline constexpr unsigned int kGpmAnyTensorUtil = 5;
+inline constexpr unsigned int kGpmDramBwUtil = 10;
+inline constexpr unsigned int kGpmMetricMax = 98;  // array size of GPM metrics-get version 1
+inline constexpr unsigned int kGpmMetricsGetVersion = 1;
+inline constexpr unsigned int kGpmSupportVersion = 1;
 
 struct PciInfo {
   char bus_id_legacy[16];
@@ -85,6 +112,49 @@ struct EventData {
   Device device;
   unsigned long long event_type, event_data;  // event_data: the Xid
   unsigned int gpu_instance_id, compute_instance_id;
+};
+struct ViolationTime {
+  unsigned long long reference_time_us;  // CPU timestamp
+  unsigned long long violation_time_ns;  // since the driver loaded
+};
+union Value {
+  double d;
+  unsigned int ui;
+  unsigned long ul;
+  unsigned long long ull;
+  long long sll;
+  int si;
+};
+struct FieldValue {
+  unsigned int field_id;
+  unsigned int scope_id;
+  long long timestamp_us;
+  long long latency_us;
+  int value_type;  // kValue*
+  Return nvml_return;
+  Value value;
+};
+static_assert(sizeof(FieldValue) == 40);
+using GpmSample = struct GpmSampleOpaque*;
+struct GpmMetric {
+  unsigned int metric_id;
+  Return nvml_return;
+  double value;
+  struct {
+    char* short_name;
+    char* long_name;
+    char* unit;
+  } info;
+};
+struct GpmMetricsGet {
+  unsigned int version;  // kGpmMetricsGetVersion
+  unsigned int num_metrics;
+  GpmSample sample1, sample2;
+  GpmMetric metrics[kGpmMetricMax];
+};
+struct GpmSupport {
+  unsigned int version;  // kGpmSupportVersion
+  unsigned int is_supported_device;
 };
 struct GpuInstanceInfo {
   Device device;
@@ -141,6 +211,17 @@ struct Api {
   Return (*event_set_free)(EventSet) = nullptr;
   Return (*register_events)(Device, unsigned long long, EventSet) = nullptr;
   Return (*event_set_wait)(EventSet, EventData*, unsigned int) = nullptr;  // _v2
+  Return (*get_total_energy)(Device, unsigned long long*) = nullptr;       // mJ
+  UintGetter get_pcie_replay_counter = nullptr;
+  Return (*get_violation_status)(Device, unsigned int, ViolationTime*) = nullptr;
+  Return (*get_remapped_rows)(Device, unsigned int*, unsigned int*, unsigned int*,
+                              unsigned int*) = nullptr;  // corrected, uncorrected, pending, failed
+  Return (*get_field_values)(Device, int, FieldValue*) = nullptr;
+  Return (*gpm_query_support)(Device, GpmSupport*) = nullptr;
+  Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
+  Return (*gpm_sample_free)(GpmSample) = nullptr;
+  Return (*gpm_sample_get)(Device, GpmSample) = nullptr;
+  Return (*gpm_metrics_get)(GpmMetricsGet*) = nullptr;
 
   // Whether *_v3 process getters write the 32-byte ProcessInfoCc (see nvml_api.cc).
   bool processes_v3_cc_layout = false;

@@ -160,8 +160,7 @@ void read_gpu_fields(const Api& api, Device device, GpuSample& out) {
   out.ecc_uncorrected_volatile = read_ecc(api, device, kEccUncorrected);
   out.pcie_tx_bytes_per_s = read_pcie(api, device, kPcieTx);
   out.pcie_rx_bytes_per_s = read_pcie(api, device, kPcieRx);
-  // NVLink throughput is left out: NVML reports it only as per-link byte counters
-  // (nvmlDeviceGetFieldValues), which need a field-value ABI and deltas between samples.
+  // NVLink throughput comes from byte counters between two samples (nvml_interval.cc).
 }
 
 std::vector<GpuProcessSample> read_processes(const Api& api, Device device) {

@@ -24,6 +24,17 @@ std::string read_pci_bus_id(const Api& api, Device device);
 // Whole-GPU readings (not for MIG devices, where NVML does not report them): utilization,
 // temperature and its slowdown threshold, power, clocks, throttle reasons, volatile ECC, PCIe.
 void read_gpu_fields(const Api& api, Device device, GpuSample& out);
+// Whole-GPU counters since the driver loaded and health fields, each where the driver has its
+// entry point (nvml_counters.cc): energy, PCIe replays, violation times, remapped rows, memory
+// temperature.
+void read_counter_fields(const Api& api, Device device, GpuSample& out);
+// NVLink data (without protocol overhead) sent and received since the driver loaded, summed
+// over all links, in KiB; nullopt when the GPU or driver has no NVLink counters.
+struct NvlinkCounters {
+  uint64_t tx_kib = 0;
+  uint64_t rx_kib = 0;
+};
+std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device);
 // The compute processes on the device with the memory each holds; empty when unsupported.
 std::vector<GpuProcessSample> read_processes(const Api& api, Device device);
 // Sets each process's SM utilization from the samples newer than `last_seen_us` (advanced to the

@@ -13,6 +13,7 @@
 #include "telemetry/driver_name.h"
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/nvml_api.h"
+#include "telemetry/nvml_interval.h"
 #include "telemetry/nvml_readings.h"
 
 namespace trainyard::telemetry {
@@ -35,8 +36,9 @@ struct XidState {
 
 class NvmlSampler final : public GpuSampler {
  public:
-  explicit NvmlSampler(nvml::Api api) : api_(api) {}
+  explicit NvmlSampler(nvml::Api api) : api_(api), interval_(api_) {}
   ~NvmlSampler() override {
+    interval_.release();
     if (events_ && api_.event_set_free) api_.event_set_free(events_);
     api_.shutdown();
     dlclose(api_.library);
@@ -194,6 +196,8 @@ class NvmlSampler final : public GpuSampler {
     s.model = model_from_driver_name(
         gpu.name, model::Bytes(memory ? static_cast<int64_t>(memory->total) : 0));
     nvml::read_gpu_fields(api_, gpu.handle, s);
+    nvml::read_counter_fields(api_, gpu.handle, s);
+    interval_.read(gpu.handle, gpu.uuid, now_ms, s);
     s.processes = nvml::read_processes(api_, gpu.handle);
     nvml::read_process_utilization(api_, gpu.handle, last_seen_us_[gpu.uuid], s.processes);
     set_xid_fields(gpu.uuid, gpu.uuid, s);
@@ -293,6 +297,7 @@ class NvmlSampler final : public GpuSampler {
 
   std::mutex mu_;  // serializes NVML calls and guards the state below
   const nvml::Api api_;
+  nvml::IntervalReadings interval_;  // borrows api_
   nvml::EventSet events_ = nullptr;
   bool event_set_failed_ = false;
   std::map<std::string, bool> xid_watched_;       // GPU uuid -> registered for XID events

@@ -19,14 +19,22 @@ struct ModelRow {
   SyntheticModelSpec spec;
 };
 // Board power (TDP) and boost clocks from vendor datasheets; K80 is one of its board's two GPUs.
+// HBM, NVLink (the SXM boards the catalog's data-center models stand for) and GPM (Hopper).
 constexpr ModelRow kModels[] = {
-    {"H100-80GB", {700, 1980, 2619}}, {"H200-141GB", {700, 1980, 3201}},
-    {"A100-80GB", {400, 1410, 1593}}, {"A100-40GB", {400, 1410, 1215}},
-    {"L40S", {350, 2520, 9001}},      {"L4", {72, 2040, 6251}},
-    {"A10G", {150, 1710, 6251}},      {"A10", {150, 1695, 6251}},
-    {"T4", {70, 1590, 5001}},         {"V100-16GB", {300, 1530, 877}},
-    {"V100-32GB", {300, 1530, 877}},  {"P100", {250, 1480, 715}},
-    {"K80", {150, 875, 2505}},        {"RTX-2080TI", {250, 1545, 7000}},
+    {"H100-80GB", {700, 1980, 2619, true, true, true}},
+    {"H200-141GB", {700, 1980, 3201, true, true, true}},
+    {"A100-80GB", {400, 1410, 1593, true, true, false}},
+    {"A100-40GB", {400, 1410, 1215, true, true, false}},
+    {"L40S", {350, 2520, 9001}},
+    {"L4", {72, 2040, 6251}},
+    {"A10G", {150, 1710, 6251}},
+    {"A10", {150, 1695, 6251}},
+    {"T4", {70, 1590, 5001}},
+    {"V100-16GB", {300, 1530, 877, true, true, false}},
+    {"V100-32GB", {300, 1530, 877, true, true, false}},
+    {"P100", {250, 1480, 715, true, false, false}},
+    {"K80", {150, 875, 2505}},
+    {"RTX-2080TI", {250, 1545, 7000}},
 };
 
 constexpr double kIdleTempC = 35;
@@ -42,10 +50,24 @@ constexpr double kLeakEndShare = 0.95;
 constexpr double kLeakDurationS = 1800;
 constexpr double kHeatingCPerMin = 2.5;  // overheating: crosses 87 C after ~8 minutes
 constexpr double kMaxOverheatC = kSyntheticSlowdownC + 6;
-constexpr double kThrottledClockCut = 0.35;  // clocks lost when fully into thermal slowdown
+constexpr double kThrottledClockCut = 0.35;    // clocks lost when fully into thermal slowdown
+constexpr double kHbmAboveGpuC = 4;            // HBM stacks run a few degrees above the die
+constexpr double kDramPerMemUtil = 0.8;        // DRAM bandwidth share per memory-controller busy
+constexpr double kNvlinkBusyBytesPerS = 30e9;  // each way, a data-parallel job's all-reduce
 
 // Jitter channels: one per quantity, so quantities of one sample vary independently.
-enum Channel : uint64_t { kUtil = 1, kMemUtil, kMemory, kTemp, kPower, kClock, kPcie, kJobMemory };
+enum Channel : uint64_t {
+  kUtil = 1,
+  kMemUtil,
+  kMemory,
+  kTemp,
+  kPower,
+  kClock,
+  kPcie,
+  kJobMemory,
+  kTensor,
+  kNvlink
+};
 
 uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
   x += 0x9e3779b97f4a7c15ull;
@@ -89,6 +111,7 @@ struct Shape {
   double memory_share = 0;  // of the device's memory
   double temperature_c = kIdleTempC;
   double sm_active_ratio = 0;  // SM activity per unit of utilization
+  double tensor_share = 0;     // tensor-pipe activity per unit of SM activity (mixed precision)
   double pcie_rx_bytes_per_s = 0;
   bool computing = false;  // clocks boosted; false for a GPU that is merely held
 };
@@ -103,6 +126,7 @@ Shape healthy(const Jitter& j, double job, double elapsed_s) {
           .memory_share = 0.72 + 0.10 * job + 0.003 * j(kMemory),
           .temperature_c = warm(elapsed_s, 67 + 3 * job) + 0.5 * j(kTemp),
           .sm_active_ratio = 0.8,
+          .tensor_share = 0.6 + 0.05 * j(kTensor),
           .pcie_rx_bytes_per_s = 1.5e9 * (1 + 0.2 * j(kPcie)),
           .computing = true};
 }
@@ -115,6 +139,7 @@ Shape data_bound(const Jitter& j, double job, int64_t elapsed_ms) {
           .memory_share = 0.68 + 0.04 * job + 0.003 * j(kMemory),
           .temperature_c = warm(static_cast<double>(elapsed_ms) / 1000, 55) + 0.5 * j(kTemp),
           .sm_active_ratio = 0.75,
+          .tensor_share = 0.6 + 0.05 * j(kTensor),
           .pcie_rx_bytes_per_s = 6e9 * (1 + 0.2 * j(kPcie)),
           .computing = true};
 }
@@ -125,6 +150,7 @@ Shape underfilled(const Jitter& j, double job, double elapsed_s) {
           .memory_share = 0.105 + 0.04 * job + 0.003 * j(kMemory),
           .temperature_c = warm(elapsed_s, 52) + 0.5 * j(kTemp),
           .sm_active_ratio = 0.35,  // small batches leave most SMs empty
+          .tensor_share = 0.45 + 0.05 * j(kTensor),
           .pcie_rx_bytes_per_s = 0.5e9 * (1 + 0.2 * j(kPcie)),
           .computing = true};
 }
@@ -153,6 +179,8 @@ Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter&
   if (p == model::kSimProfileMemoryLeak) {  // no jitter: a leak only grows
     s.memory_share = kLeakStartShare +
                      (kLeakEndShare - kLeakStartShare) * std::min(1.0, elapsed_s / kLeakDurationS);
+  } else if (p == model::kSimProfileFp32) {  // fp32 matmuls run on the FMA pipes, not tensor
+    s.tensor_share = 0.002 * (1 + j(kTensor));
   } else if (p == model::kSimProfileOverheating) {
     s.temperature_c =
         std::min(kMaxOverheatC, warm(elapsed_s, 68) + kHeatingCPerMin * elapsed_s / 60) +
@@ -174,6 +202,35 @@ double apply_heat(double temperature_c, GpuSample& out) {
   if (temperature_c >= start) *out.throttle_reasons |= kThrottleSwThermal;
   if (temperature_c >= kSyntheticSlowdownC) *out.throttle_reasons |= kThrottleHwThermal;
   return 1 - kThrottledClockCut * std::clamp((temperature_c - start) / 8, 0.0, 1.0);
+}
+
+bool has_row_remapping(std::string_view model) {
+  return model.starts_with("A100") || model.starts_with("H100") || model.starts_with("H200");
+}
+
+// The fields of dcgm-exporter's defaults beyond the basic ones: memory temperature, PCIe
+// replays, row remapping, NVLink traffic, and (GPM models, whole GPUs only) profiling activity.
+void add_dcgm_fields(const GpuDevice& device, const SyntheticModelSpec& spec, const Shape& shape,
+                     const Jitter& j, double util, GpuSample& s) {
+  if (spec.hbm) s.memory_temperature_c = shape.temperature_c + kHbmAboveGpuC + 0.5 * j(kTemp);
+  s.pcie_replay_count = 0;
+  if (has_row_remapping(device.model)) {
+    s.remapped_rows_correctable = 0;
+    s.remapped_rows_uncorrectable = 0;
+    s.row_remap_failed = false;
+  }
+  if (spec.nvlink) {
+    const double rate =
+        shape.computing ? kNvlinkBusyBytesPerS * util / 100 * (1 + 0.1 * j(kNvlink)) : 0;
+    s.nvlink_tx_bytes_per_s = rate;
+    s.nvlink_rx_bytes_per_s = rate;
+  }
+  if (!spec.gpm || device.mig_enabled) return;
+  const double sm_active = util * shape.sm_active_ratio;
+  s.sm_active_percent = sm_active;
+  s.tensor_active_percent = std::clamp(sm_active * shape.tensor_share, 0.0, 100.0);
+  s.gr_engine_active_percent = util;
+  s.dram_active_percent = std::clamp(shape.mem_util * kDramPerMemUtil, 0.0, 100.0);
 }
 
 void add_processes(const SyntheticLoad* load, bool mig, GpuSample& out) {
@@ -230,16 +287,39 @@ GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, 
   s.xid_count = 0;
   s.pcie_rx_bytes_per_s = shape.pcie_rx_bytes_per_s;
   s.pcie_tx_bytes_per_s = shape.pcie_rx_bytes_per_s / 4;
-  // As with NVML: no utilization on a GPU in MIG mode; SM activity only where GPM has it (Hopper).
+  // As with NVML: no utilization on a GPU in MIG mode; profiling activity only where GPM has it
+  // (Hopper).
   if (!device.mig_enabled) {
     s.gpu_util_percent = util;
     s.mem_util_percent = std::clamp(shape.mem_util, 0.0, 100.0);
-    if (device.model.starts_with("H100") || device.model.starts_with("H200")) {
-      s.sm_active_percent = util * shape.sm_active_ratio;
-    }
   }
+  add_dcgm_fields(device, spec, shape, j, util, s);
   add_processes(load, device.mig_enabled, s);
   return s;
+}
+
+void SyntheticCounters::add(GpuSample& s) {
+  if (last_ms_ && last_ && s.time_ms > *last_ms_) {
+    const auto dt_ms = static_cast<double>(s.time_ms - *last_ms_);
+    // Trapezoids: W x ms = mJ.
+    energy_mj_ += (last_->power_w.value_or(0) + s.power_w.value_or(0)) / 2 * dt_ms;
+    const uint64_t bits = last_->throttle_reasons.value_or(0);
+    if (bits & (kThrottleSwPowerCap | kThrottleHwPowerBrake)) power_us_ += dt_ms * 1000;
+    if (bits & (kThrottleSwThermal | kThrottleHwThermal | kThrottleHwSlowdown))
+      thermal_us_ += dt_ms * 1000;
+    if (bits & kThrottleGpuIdle) low_util_us_ += dt_ms * 1000;
+  }
+  if (!last_ms_ || s.time_ms > *last_ms_) {
+    last_ms_ = s.time_ms;
+    last_ = s;
+  }
+  s.energy_mj = static_cast<uint64_t>(std::llround(energy_mj_));
+  s.violation_power_us = static_cast<uint64_t>(std::llround(power_us_));
+  s.violation_thermal_us = static_cast<uint64_t>(std::llround(thermal_us_));
+  s.violation_low_util_us = static_cast<uint64_t>(std::llround(low_util_us_));
+  s.violation_sync_boost_us = 0;
+  s.violation_board_limit_us = 0;
+  s.violation_reliability_us = 0;
 }
 
 }  // namespace trainyard::telemetry

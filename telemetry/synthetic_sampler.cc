@@ -32,6 +32,7 @@ class SyntheticSampler final : public GpuSampler {
     for (const auto& d : devices_) {
       auto load = loads_.find(d.uuid);
       out.push_back(synthesize_sample(d, load == loads_.end() ? nullptr : &load->second, now_ms));
+      counters_[d.uuid].add(out.back());
     }
     return out;
   }
@@ -47,8 +48,9 @@ class SyntheticSampler final : public GpuSampler {
 
  private:
   const std::vector<GpuDevice> devices_;
-  std::mutex mu_;                               // guards loads_
-  std::map<std::string, SyntheticLoad> loads_;  // by device uuid
+  std::mutex mu_;                                      // guards loads_ and counters_
+  std::map<std::string, SyntheticLoad> loads_;         // by device uuid
+  std::map<std::string, SyntheticCounters> counters_;  // by device uuid
 };
 
 util::Status entry_error(std::string_view spec, std::string_view entry, std::string_view what) {

@@ -215,8 +215,8 @@ TEST(JobManifestLimits, SimulatedGpuProfilesMustBeKnown) {
   const std::string bad = job("", "", "  labels: {trainyard.dev/sim-gpu-profile: overheated}\n");
   EXPECT_EQ(error_of(bad),
             "job.yaml:5: metadata.labels.trainyard.dev/sim-gpu-profile must be one of healthy, "
-            "data-bound, memory-leak, overheating, underfilled, idle, got \"overheated\" (the "
-            "load simulated GPUs show for this job; leave the label out for healthy)");
+            "data-bound, memory-leak, overheating, underfilled, idle, fp32, got \"overheated\" "
+            "(the load simulated GPUs show for this job; leave the label out for healthy)");
   EXPECT_CONTAINS(error_of(job("", "", "  labels: {trainyard.dev/sim-gpu-profile: \"\"}\n")),
                   "got \"\"");
   // Stored before the rule: still readable (telemetry treats an unknown profile as healthy).

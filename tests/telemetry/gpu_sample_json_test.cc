@@ -38,6 +38,43 @@ TEST(GpuSampleJson, RoundTripKeepsEveryFieldAndTheUnmeasured) {
   EXPECT_FALSE(back->processes[0].sm_util_percent.has_value());
 }
 
+TEST(GpuSampleJson, RoundTripKeepsTheDcgmDefaultFields) {
+  GpuSample s;
+  s.tensor_active_percent = 41.5;
+  s.dram_active_percent = 30.0;
+  s.gr_engine_active_percent = 0.0;
+  s.memory_temperature_c = 74.0;
+  s.energy_mj = uint64_t{1} << 40;  // beyond 32 bits
+  s.pcie_replay_count = 2;
+  s.violation_power_us = 5;
+  s.violation_thermal_us = 6;
+  s.violation_sync_boost_us = 7;
+  s.violation_board_limit_us = 8;
+  s.violation_low_util_us = 9;
+  s.violation_reliability_us = 10;
+  s.remapped_rows_correctable = 11;
+  s.remapped_rows_uncorrectable = 12;
+  s.row_remap_failed = false;
+  auto back = sample_from_json(sample_to_json(s));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->tensor_active_percent, 41.5);
+  EXPECT_EQ(back->dram_active_percent, 30.0);
+  EXPECT_EQ(back->gr_engine_active_percent, 0.0);
+  EXPECT_EQ(back->memory_temperature_c, 74.0);
+  EXPECT_EQ(back->energy_mj, uint64_t{1} << 40);
+  EXPECT_EQ(back->pcie_replay_count, 2u);
+  EXPECT_EQ(back->violation_power_us, 5u);
+  EXPECT_EQ(back->violation_thermal_us, 6u);
+  EXPECT_EQ(back->violation_sync_boost_us, 7u);
+  EXPECT_EQ(back->violation_board_limit_us, 8u);
+  EXPECT_EQ(back->violation_low_util_us, 9u);
+  EXPECT_EQ(back->violation_reliability_us, 10u);
+  EXPECT_EQ(back->remapped_rows_correctable, 11u);
+  EXPECT_EQ(back->remapped_rows_uncorrectable, 12u);
+  EXPECT_EQ(back->row_remap_failed, false);
+  EXPECT_FALSE(back->sm_active_percent.has_value());
+}
+
 TEST(GpuSampleJson, WrongTypesAreErrorsNotCrashes) {
   EXPECT_FALSE(sample_from_json(nlohmann::json::array()).is_ok());
   EXPECT_FALSE(sample_from_json(nlohmann::json{{"gpu_util", "high"}}).is_ok());

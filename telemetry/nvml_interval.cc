@@ -1,0 +1,111 @@
+// GPM metrics and NVLink rates. GPM needs two samples at least 100 ms apart (nvml.h); each call
+// takes a new one into the spare buffer and compares it with the previous, then swaps them.
+#include "telemetry/nvml_interval.h"
+
+#include <utility>
+
+namespace trainyard::telemetry::nvml {
+namespace {
+
+constexpr int64_t kGpmMinIntervalMs = 100;
+constexpr double kBytesPerKib = 1024;
+
+struct GpmTarget {
+  unsigned int metric;
+  std::optional<double> GpuSample::*field;
+};
+constexpr GpmTarget kGpmTargets[] = {
+    {kGpmGraphicsUtil, &GpuSample::gr_engine_active_percent},
+    {kGpmSmUtil, &GpuSample::sm_active_percent},
+    {kGpmAnyTensorUtil, &GpuSample::tensor_active_percent},
+    {kGpmDramBwUtil, &GpuSample::dram_active_percent},
+};
+
+bool has_gpm(const Api& api) {
+  return api.gpm_sample_alloc && api.gpm_sample_free && api.gpm_sample_get && api.gpm_metrics_get;
+}
+
+}  // namespace
+
+void IntervalReadings::read(Device device, const std::string& uuid, int64_t now_ms,
+                            GpuSample& out) {
+  read_gpm(device, uuid, now_ms, out);
+  read_nvlink(device, uuid, now_ms, out);
+}
+
+void IntervalReadings::release() {
+  for (auto& [uuid, g] : gpm_) {
+    if (g.previous) api_.gpm_sample_free(g.previous);
+    if (g.current) api_.gpm_sample_free(g.current);
+    g.previous = g.current = nullptr;
+    g.supported = false;
+  }
+}
+
+// Checks once per GPU whether it has GPM (the query is optional: without it, trying is the
+// test) and allocates its two buffers.
+IntervalReadings::Gpm* IntervalReadings::gpm_of(Device device, const std::string& uuid) {
+  auto [it, inserted] = gpm_.try_emplace(uuid);
+  Gpm& g = it->second;
+  if (!inserted) return g.supported ? &g : nullptr;
+  if (!has_gpm(api_)) return nullptr;
+  if (api_.gpm_query_support) {
+    GpmSupport support{.version = kGpmSupportVersion, .is_supported_device = 0};
+    if (api_.gpm_query_support(device, &support) != kSuccess || !support.is_supported_device)
+      return nullptr;
+  }
+  if (api_.gpm_sample_alloc(&g.previous) != kSuccess ||
+      api_.gpm_sample_alloc(&g.current) != kSuccess) {
+    if (g.previous) api_.gpm_sample_free(g.previous);
+    g.previous = g.current = nullptr;
+    return nullptr;
+  }
+  g.supported = true;
+  return &g;
+}
+
+void IntervalReadings::read_gpm(Device device, const std::string& uuid, int64_t now_ms,
+                                GpuSample& out) {
+  Gpm* g = gpm_of(device, uuid);
+  if (!g) return;
+  if (g->previous_ms && now_ms - *g->previous_ms < kGpmMinIntervalMs) return;
+  if (api_.gpm_sample_get(device, g->current) != kSuccess) return;
+  if (g->previous_ms) {
+    GpmMetricsGet get{};
+    get.version = kGpmMetricsGetVersion;
+    get.num_metrics = std::size(kGpmTargets);
+    get.sample1 = g->previous;
+    get.sample2 = g->current;
+    for (unsigned int i = 0; i < get.num_metrics; ++i)
+      get.metrics[i].metric_id = kGpmTargets[i].metric;
+    if (api_.gpm_metrics_get(&get) == kSuccess) {
+      for (unsigned int i = 0; i < get.num_metrics; ++i) {
+        const GpmMetric& m = get.metrics[i];
+        if (m.nvml_return != kSuccess || !(m.value >= 0 && m.value <= 100)) continue;
+        out.*(kGpmTargets[i].field) = m.value;
+      }
+    }
+  }
+  std::swap(g->previous, g->current);
+  g->previous_ms = now_ms;
+}
+
+void IntervalReadings::read_nvlink(Device device, const std::string& uuid, int64_t now_ms,
+                                   GpuSample& out) {
+  auto counters = read_nvlink_counters(api_, device);
+  if (!counters) return;
+  auto it = nvlink_.find(uuid);
+  if (it != nvlink_.end() && now_ms > it->second.ms &&
+      counters->tx_kib >= it->second.counters.tx_kib &&
+      counters->rx_kib >= it->second.counters.rx_kib) {
+    const double seconds = static_cast<double>(now_ms - it->second.ms) / 1000;
+    out.nvlink_tx_bytes_per_s =
+        static_cast<double>(counters->tx_kib - it->second.counters.tx_kib) * kBytesPerKib / seconds;
+    out.nvlink_rx_bytes_per_s =
+        static_cast<double>(counters->rx_kib - it->second.counters.rx_kib) * kBytesPerKib / seconds;
+  }
+  // A counter that went back (driver reload) starts a new baseline.
+  if (it == nvlink_.end() || now_ms > it->second.ms) nvlink_[uuid] = {*counters, now_ms};
+}
+
+}  // namespace trainyard::telemetry::nvml

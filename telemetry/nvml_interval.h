@@ -1,0 +1,51 @@
+// Readings of one GPU that need two samples in time: GPM profiling metrics (Hopper and newer:
+// SM, tensor, DRAM and engine activity between two GPM samples) and NVLink throughput (the
+// change of NVLink's byte counters). Used only by the NVML sampler, whose mutex serializes the
+// calls; the first sample of a GPU reports neither. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "telemetry/gpu_sample.h"
+#include "telemetry/nvml_api.h"
+#include "telemetry/nvml_readings.h"
+
+namespace trainyard::telemetry::nvml {
+
+class IntervalReadings {
+ public:
+  explicit IntervalReadings(const Api& api) : api_(api) {}
+  ~IntervalReadings() { release(); }
+  IntervalReadings(const IntervalReadings&) = delete;
+  IntervalReadings& operator=(const IntervalReadings&) = delete;
+
+  // Fills the GPM and NVLink fields of `out` from the change since the previous call for `uuid`.
+  void read(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
+  // Frees the GPM sample buffers; call before nvmlShutdown. Idempotent.
+  void release();
+
+ private:
+  struct Gpm {
+    bool supported = false;
+    GpmSample previous = nullptr;
+    GpmSample current = nullptr;
+    std::optional<int64_t> previous_ms;
+  };
+  struct Nvlink {
+    NvlinkCounters counters;
+    int64_t ms = 0;
+  };
+
+  Gpm* gpm_of(Device device, const std::string& uuid);
+  void read_gpm(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
+  void read_nvlink(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
+
+  const Api& api_;
+  std::map<std::string, Gpm> gpm_;        // GPU uuid -> its GPM buffers (checked once)
+  std::map<std::string, Nvlink> nvlink_;  // GPU uuid -> previous NVLink counters
+};
+
+}  // namespace trainyard::telemetry::nvml
