@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
+#include "cli/progress_format.h"
 
 namespace trainyard::cli {
 namespace {
@@ -53,12 +54,14 @@ int print_jobs(const json& items, const std::string& output) {
   }
   const bool wide = output == "wide";
   std::vector<std::string> header = {"ID", "NAME", "TEAM", "STATE", "ATTEMPT", "GPUS", "AGE"};
+  header.insert(header.end(), {"STEP", "RATE", "ETA"});  // progress_format.h
   if (wide) header.insert(header.end(), {"NODE:GPUS", "REASON"});
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : items) {
     std::vector<std::string> r = {cell(j["id"]),         cell(j["name"]),    cell(j["team"]),
                                   cell(j["state"]),      cell(j["attempt"]), gpus_cell(j),
                                   age_of(j["submitted"])};
+    for (auto& c : progress_cells(j)) r.push_back(std::move(c));
     if (wide) {
       r.push_back(node_cell(j));
       r.push_back(j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"]));

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_lookup.h"
+#include "cli/telemetry_view.h"
 #include "exec/wrapper.h"
 #include "util/log.h"
 
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   runners["simulate"] = add_simulate_command(app);
   runners["server"] = add_server_command(app, self_path(argv[0]));
   runners["top"] = add_top_command(app);
+  runners["telemetry"] = add_telemetry_command(app);
   runners["doctor"] = add_doctor_command(app);
   runners["alerts"] = add_alerts_command(app);
   runners["cost"] = add_cost_command(app);

@@ -8,6 +8,9 @@
 
 #include "cli/job_lookup.h"
 #include "cli/output.h"
+#include "cli/progress_format.h"
+#include "cli/sparkline.h"
+#include "cli/telemetry_view.h"
 
 namespace trainyard::cli {
 namespace {
@@ -35,6 +38,10 @@ void print_job_text(const json& j, const json& events) {
     for (const auto& [k, v] : j["metrics"]["last"].items())
       m += (m.empty() ? "" : " ") + k + "=" + cell(v);
     line("Metrics", fmt::format("attempt {}: {}", cell(j["metrics"]["attempt"]), m));
+  }
+  if (j.contains("progress")) {
+    const auto p = progress_cells(j);
+    line("Progress", fmt::format("step {}, {}, ETA {}", p[0], p[1], p[2]));
   }
   if (j.contains("checkpoint")) {
     line("Checkpoint",
@@ -109,12 +116,17 @@ Runner add_show_command(CLI::App& app) {
   struct Opts {
     ClientOptions client;
     std::string job, output;
+    bool ascii = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
-      "show", "Show a job: spec, placement, attempts, events, and why it still waits");
+      "show",
+      "Show a job: spec, placement, attempts, events, why it still waits, and its per-minute GPU "
+      "history");
   cmd->add_option("job", o->job, "Job id or name")->required();
   cmd->add_option("-o,--output", o->output, "json or yaml");
+  cmd->add_flag("--ascii", o->ascii,
+                "Draw the GPU history in plain ASCII (the default where the locale is not UTF-8)");
   add_client_options(*cmd, o->client);
   return [o] {
     if (!o->output.empty() && o->output != "json" && o->output != "yaml")
@@ -133,6 +145,8 @@ Runner add_show_command(CLI::App& app) {
       std::cout << to_yaml(*j);
     } else {
       print_job_text(*j, (*ev)["items"]);
+      if (auto st = print_job_gpu_history(api, *id, o->ascii || !utf8_terminal()); !st.is_ok())
+        std::cout << "GPU history: unavailable (" << st.message() << ")\n";
     }
     return kExitOk;
   };
