@@ -14,8 +14,9 @@ Runner add_server_command(CLI::App& app, const std::string& self_path) {
                   "(port 0 picks a free one)")
       ->capture_default_str();
   cmd->add_option("--state", opts->state,
-                  "SQLite state file (default: $XDG_DATA_HOME/trainyard/state.db); job logs and "
-                  "checkpoints live beside it");
+                  "SQLite state file (default: /var/lib/trainyard/state.db as root, else "
+                  "$XDG_DATA_HOME/trainyard/state.db or ~/.local/share/trainyard/state.db); job "
+                  "logs and checkpoints live beside it");
   cmd->add_option("--gpus", opts->gpus,
                   "GPUs to use: auto (NVML if a driver is present), nvml, none, or simulated "
                   "ones such as sim:4xH100-80GB")

@@ -67,6 +67,13 @@ bool is_label_key(std::string_view key) {
 }  // namespace
 
 std::string closest_match(std::string_view word, std::initializer_list<std::string_view> allowed) {
+  // A prefixed name written without its prefix ("gpu" for "nvidia.com/gpu") is the likelier
+  // meaning than a short name a letter away ("cpu").
+  for (auto candidate : allowed) {
+    if (candidate.size() > word.size() + 1 && candidate.ends_with(word) &&
+        candidate[candidate.size() - word.size() - 1] == '/')
+      return std::string(candidate);
+  }
   std::string best;
   size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
   for (auto candidate : allowed) {

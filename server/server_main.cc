@@ -130,6 +130,9 @@ std::string describe_workers(const ServerConfig& config) {
 }  // namespace
 
 std::string default_state_path() {
+  // A root server runs workers as users of their own, who must pass through to their run
+  // directories beside the state file: root's home (0700) would not let them, /var/lib does.
+  if (::geteuid() == 0) return "/var/lib/trainyard/state.db";
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0')
     return std::string(xdg) + "/trainyard/state.db";
   const char* home = std::getenv("HOME");

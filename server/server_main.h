@@ -9,7 +9,7 @@ namespace trainyard::server {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:8765";
-  std::string state;  // state.db path; empty = $XDG_DATA_HOME/trainyard/state.db
+  std::string state;  // state.db path; empty = default_state_path()
   std::string gpus = "auto";
   std::string config;    // YAML; empty = defaults
   std::string provider;  // "static" or "simcloud": overrides the config's capacity.provider
@@ -22,7 +22,8 @@ struct ServerOptions {
 // options or config. With options.check, run_server_check()'s.
 int run_server(const ServerOptions& options);
 
-// $XDG_DATA_HOME/trainyard/state.db, else ~/.local/share/trainyard/state.db.
+// As root /var/lib/trainyard/state.db; otherwise $XDG_DATA_HOME/trainyard/state.db, else
+// ~/.local/share/trainyard/state.db.
 std::string default_state_path();
 
 }  // namespace trainyard::server

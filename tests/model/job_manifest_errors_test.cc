@@ -58,6 +58,10 @@ TEST(JobManifestErrors, UnknownFieldNamesItSuggestsAndListsAllowed) {
   EXPECT_CONTAINS(error_of(with_line(11, "        nvidia.com/gpus: 2")),
                   "job.yaml:11: unknown field \"spec.template.resources.limits.nvidia.com/gpus\" "
                   "(did you mean \"nvidia.com/gpu\"?;");
+  // A prefixed key written without its prefix points to the prefixed one, not to "cpu".
+  EXPECT_CONTAINS(error_of(with_line(11, "        gpu: 2")),
+                  "job.yaml:11: unknown field \"spec.template.resources.limits.gpu\" "
+                  "(did you mean \"nvidia.com/gpu\"?;");
   EXPECT_EQ(error_of(with_line(6, "  workers: 2\n  workers: 3")),
             "job.yaml:7: field \"spec.workers\" is given twice (first on line 6)");
 }
@@ -213,6 +217,26 @@ TEST(JobManifestErrors, DependenciesMustNameOtherJobs) {
                   "spec.dependsOn[0] must be a job name or a numeric job id");
   EXPECT_EQ(error_of(with_line(6, "  dependsOn: [a, a]")),
             "job.yaml:6: spec.dependsOn[1]: \"a\" is listed twice");
+}
+
+TEST(LocateSpecError, PutsTheFieldsLineInFrontAndLeavesOthersAlone) {
+  const auto located = [](std::string_view message) {
+    return locate_spec_error(util::invalid_argument(std::string(message)), kBase, "job.yaml")
+        .message();
+  };
+  EXPECT_EQ(located("spec.workers: too many"), "job.yaml:6: spec.workers: too many");
+  EXPECT_EQ(located("spec.template.resources.limits.nvidia.com/gpu: no node has 2"),
+            "job.yaml:11: spec.template.resources.limits.nvidia.com/gpu: no node has 2");
+  EXPECT_EQ(located("spec.template.command[1]: bad"), "job.yaml:8: spec.template.command[1]: bad");
+  // A field the text lacks: its nearest ancestor's line.
+  EXPECT_EQ(located("spec.team: not yours"), "job.yaml:5: spec.team: not yours");
+  // Located already, or about no field: unchanged.
+  EXPECT_EQ(located("job.yaml:3: spec.workers: x"), "job.yaml:3: spec.workers: x");
+  EXPECT_EQ(located("the server is busy"), "the server is busy");
+  EXPECT_TRUE(locate_spec_error(util::Status::ok(), kBase, "job.yaml").is_ok());
+  // Text that does not parse: unchanged, no throw.
+  EXPECT_EQ(locate_spec_error(util::invalid_argument("spec.workers: x"), "a: [", "f").message(),
+            "spec.workers: x");
 }
 
 }  // namespace

@@ -303,5 +303,38 @@ TEST_F(TokenValidationTest, JobsOfATeamTokenSurviveARestart) {
   EXPECT_EQ((*again)["state"], "pending");
 }
 
+// Errors the server finds after the spec parsed point at the field's line, as the parser's do.
+using SubmitErrorTest = PlaneTest;
+
+TEST_F(SubmitErrorTest, ChecksAfterParsingNameTheLine) {
+  const std::string head =
+      "apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: late}\nspec:\n";
+  auto error_of = [&](const std::string& yaml, const Principal& who) {
+    auto r = plane_->submit(yaml, "job.yaml", who);
+    EXPECT_FALSE(r.is_ok()) << yaml;
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  auto expect_starts = [](const std::string& message, std::string_view start) {
+    EXPECT_TRUE(message.starts_with(start)) << message;
+  };
+  // Too many GPUs for the largest node (4 here): line 9 holds the request.
+  expect_starts(error_of(head + "  template:\n    command: [train]\n    resources:\n      limits:\n"
+                                "        nvidia.com/gpu: 8\n",
+                         admin_),
+                "job.yaml:9: spec.template.resources.limits.nvidia.com/gpu: ");
+  // The second dependency is unknown: its own line.
+  submit(
+      "apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: prep}\nspec:\n  template:\n"
+      "    command: [prep]\n");
+  expect_starts(error_of(head + "  dependsOn:\n  - prep\n  - nope\n  template:\n"
+                                "    command: [train]\n",
+                         admin_),
+                "job.yaml:7: spec.dependsOn[1]: no job named 'nope'");
+  // Another team's spec from a team token: the team field's line.
+  expect_starts(
+      error_of(head + "  team: b\n  template:\n    command: [train]\n", {.team = "a", .name = "a"}),
+      "job.yaml:5: spec.team: a token of team 'a'");
+}
+
 }  // namespace
 }  // namespace trainyard::server
