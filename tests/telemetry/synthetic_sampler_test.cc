@@ -206,6 +206,79 @@ TEST(SyntheticSampler, UnderfilledUsesLittleMemoryAndCompute) {
   }
 }
 
+TEST(SyntheticSampler, TensorActivityFollowsSmActivityAndTheJobsPrecision) {
+  auto sampler = sim("sim:2xH100-80GB");
+  ASSERT_TRUE(sampler);
+  sampler->set_synthetic_load(kGpu0, job("healthy"));
+  sampler->set_synthetic_load("GPU-sim-1-H100-80GB", job("fp32"));
+  for (int64_t t = 0; t <= 5 * kMinute; t += 13 * kSecond) {
+    auto samples = sampler->sample(kStartMs + t);
+    ASSERT_TRUE(samples.is_ok());
+    const GpuSample& mixed = (*samples)[0];
+    const GpuSample& fp32 = (*samples)[1];
+    ASSERT_TRUE(mixed.tensor_active_percent && mixed.sm_active_percent);
+    EXPECT_GE(*mixed.tensor_active_percent, 0.5 * *mixed.sm_active_percent);
+    EXPECT_LE(*mixed.tensor_active_percent, 0.7 * *mixed.sm_active_percent);
+    EXPECT_EQ(mixed.gr_engine_active_percent, mixed.gpu_util_percent);
+    EXPECT_GT(mixed.dram_active_percent.value_or(0), 25);
+    EXPECT_GE(fp32.gpu_util_percent.value_or(0), 90);        // as busy...
+    EXPECT_LT(fp32.tensor_active_percent.value_or(100), 1);  // ...without tensor cores
+  }
+  auto a100 = sim("sim:1xA100-80GB");
+  ASSERT_TRUE(a100);
+  a100->set_synthetic_load("GPU-sim-0-A100-80GB", job("healthy"));
+  EXPECT_FALSE(one(*a100, kStartMs).tensor_active_percent.has_value());  // no GPM before Hopper
+}
+
+TEST(SyntheticSampler, EnergyIntegratesPowerAndViolationsAddUpThrottledTime) {
+  auto sampler = sim("sim:1xH100-80GB,1xT4");
+  ASSERT_TRUE(sampler);
+  sampler->set_synthetic_load(kGpu0, job("overheating"));
+  std::vector<GpuSample> h100, t4;
+  for (int64_t t = 0; t <= 20 * kMinute; t += 10 * kSecond) {
+    auto samples = sampler->sample(kStartMs + t);
+    ASSERT_TRUE(samples.is_ok());
+    h100.push_back((*samples)[0]);
+    t4.push_back((*samples)[1]);
+  }
+  EXPECT_EQ(h100.front().energy_mj, 0u);  // counts from the sampler's start
+  for (size_t i = 1; i < h100.size(); ++i) {
+    const GpuSample& a = h100[i - 1];
+    const GpuSample& b = h100[i];
+    const double watts = (*a.power_w + *b.power_w) / 2;
+    EXPECT_NEAR(static_cast<double>(*b.energy_mj - *a.energy_mj), watts * 10'000, 1) << i;
+    const bool hot = (*a.throttle_reasons & (kThrottleSwThermal | kThrottleHwThermal)) != 0;
+    EXPECT_EQ(*b.violation_thermal_us - *a.violation_thermal_us, hot ? 10'000'000u : 0u) << i;
+    // The idle T4 runs at idle clocks the whole time.
+    EXPECT_EQ(*t4[i].violation_low_util_us - *t4[i - 1].violation_low_util_us, 10'000'000u);
+  }
+  EXPECT_GT(h100.back().violation_thermal_us.value_or(0), 0u);
+  EXPECT_EQ(h100.back().violation_power_us, 0u);
+  EXPECT_EQ(h100.back().violation_reliability_us, 0u);
+  // Going back in time adds nothing.
+  EXPECT_EQ(one(*sampler, kStartMs).energy_mj, h100.back().energy_mj);
+}
+
+TEST(SyntheticSampler, DcgmHealthFieldsDependOnTheModel) {
+  auto sampler = sim("sim:1xH100-80GB,1xT4");
+  ASSERT_TRUE(sampler);
+  sampler->set_synthetic_load(kGpu0, job("healthy"));
+  auto samples = sampler->sample(kStartMs + 5 * kMinute);
+  ASSERT_TRUE(samples.is_ok());
+  const GpuSample& h100 = (*samples)[0];
+  const GpuSample& t4 = (*samples)[1];
+  EXPECT_GT(h100.memory_temperature_c.value_or(0), *h100.temperature_c);  // HBM
+  EXPECT_EQ(h100.remapped_rows_uncorrectable, 0u);
+  EXPECT_EQ(h100.row_remap_failed, false);
+  EXPECT_GT(h100.nvlink_tx_bytes_per_s.value_or(0), 1e9);
+  EXPECT_EQ(h100.pcie_replay_count, 0u);
+  EXPECT_FALSE(t4.memory_temperature_c.has_value());  // GDDR6: no sensor
+  EXPECT_FALSE(t4.remapped_rows_correctable.has_value());
+  EXPECT_FALSE(t4.nvlink_tx_bytes_per_s.has_value());
+  EXPECT_EQ(t4.pcie_replay_count, 0u);
+  EXPECT_EQ(t4.xid_count, 0u);
+}
+
 TEST(SyntheticSampler, IdleProfileHoldsMemoryAndComputesNothing) {
   auto sampler = sim("sim:1xH100-80GB");
   ASSERT_TRUE(sampler);
