@@ -14,6 +14,7 @@
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 #include "cli/progress_format.h"
+#include "cli/start_format.h"
 
 namespace trainyard::cli {
 namespace {
@@ -55,7 +56,7 @@ int print_jobs(const json& items, const std::string& output) {
   const bool wide = output == "wide";
   std::vector<std::string> header = {"ID", "NAME", "TEAM", "STATE", "ATTEMPT", "GPUS", "AGE"};
   header.insert(header.end(), {"STEP", "RATE", "ETA"});  // progress_format.h
-  if (wide) header.insert(header.end(), {"NODE:GPUS", "REASON"});
+  if (wide) header.insert(header.end(), {"NODE:GPUS", "START", "REASON"});
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : items) {
     std::vector<std::string> r = {cell(j["id"]),         cell(j["name"]),    cell(j["team"]),
@@ -64,6 +65,7 @@ int print_jobs(const json& items, const std::string& output) {
     for (auto& c : progress_cells(j)) r.push_back(std::move(c));
     if (wide) {
       r.push_back(node_cell(j));
+      r.push_back(start_cell(j));
       r.push_back(j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"]));
     }
     rows.push_back(std::move(r));

@@ -8,6 +8,7 @@
 #include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
+#include "cli/time_limit_option.h"
 
 namespace trainyard::cli {
 namespace {
@@ -44,6 +45,7 @@ Runner add_run_command(CLI::App& app) {
     bool not_preemptible = false, quiet = false;
     std::vector<std::string> env, depends_on, command;
     std::string idempotency_key;
+    std::string time_limit;  // --time
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =
@@ -75,6 +77,7 @@ Runner add_run_command(CLI::App& app) {
                   "TRAINYARD_CHECKPOINT_DIR (default: checkpoints/<id>/ in the server's state "
                   "directory)");
   cmd->add_flag("--not-preemptible", o->not_preemptible, "Never preempt this job");
+  add_time_limit_option(*cmd, o->time_limit);
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the job id");
   add_idempotency_option(*cmd, o->idempotency_key);
   cmd->add_option("command", o->command, "The command after --")->required();
@@ -120,6 +123,7 @@ Runner add_run_command(CLI::App& app) {
                  {"checkpoint", {{"gracePeriodSeconds", o->grace}}},
                  {"template", tmpl}};
     if (!o->checkpoint_dir.empty()) spec["checkpoint"]["dir"] = o->checkpoint_dir;
+    if (auto st = apply_time_limit(o->time_limit, spec); !st.is_ok()) return report("run", st);
     if (!o->team.empty()) spec["team"] = o->team;
     if (!o->depends_on.empty()) spec["dependsOn"] = o->depends_on;
     if (!o->gpu_model.empty()) spec["nodeSelector"] = {{"trainyard.dev/gpu.product", o->gpu_model}};

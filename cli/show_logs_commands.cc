@@ -8,6 +8,7 @@
 
 #include "cli/job_lookup.h"
 #include "cli/output.h"
+#include "cli/start_format.h"
 #include "cli/progress_format.h"
 #include "cli/sparkline.h"
 #include "cli/telemetry_view.h"
@@ -33,6 +34,7 @@ void print_job_text(const json& j, const json& events) {
   line("Finished", cell(j["finished"]));
   line("Reason", cell(j["reason"]));
   if (j.contains("waiting")) line("Waiting", cell(j["waiting"]));
+  if (const std::string starts = start_text(j); !starts.empty()) line("Starts", starts);
   if (j.contains("metrics")) {
     std::string m;
     for (const auto& [k, v] : j["metrics"]["last"].items())
@@ -67,7 +69,9 @@ void print_job_text(const json& j, const json& events) {
                      pct(u["gpuUtilAvg"]), pct(u["gpuUtilP95"]), gib(u["memoryUsedMaxBytes"]),
                      gib(u["memoryTotalBytes"]), cell(u["samples"]), cell(u["devices"])));
   }
-  std::cout << "Placement:\n";
+  // An ended job keeps where its last attempt ran.
+  const bool ended = j["finished"].is_string() && !j["placement"].empty();
+  std::cout << (ended ? "Placement (last attempt):\n" : "Placement:\n");
   if (j["placement"].empty()) std::cout << "  (none)\n";
   for (const auto& a : j["placement"]) {
     std::cout << fmt::format("  worker {} on {} GPU {}{} {}\n", cell(a["worker"]), cell(a["node"]),

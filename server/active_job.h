@@ -3,12 +3,14 @@
 // Owned by ControlPlane and guarded by its mutex.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/executor.h"
 #include "model/job_manifest.h"
 #include "sched/snapshot.h"
+#include "sched/start_estimate.h"
 #include "store/store.h"
 
 namespace trainyard::server {
@@ -36,6 +38,9 @@ struct ActiveJob {
   std::string interrupted_node;  // the stop is a provider's reclaim of this node
   std::string failure_detail;    // first worker failure of this attempt, e.g. "exited with code 3"
   std::string wait_reason;       // the scheduler's latest explanation while pending
+  // When the scheduler expects it to start, while pending (server/start_estimates.h); nullopt
+  // until a plan has looked at it.
+  std::optional<sched::StartEstimate> start_estimate;
   // Set by recovery when the stored spec cannot be read back: the job is ended (Failed with this
   // reason) once its processes are gone; its GPUs stay booked until then.
   std::string unreadable_spec;

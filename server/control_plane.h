@@ -36,6 +36,7 @@
 #include "server/local_node.h"
 #include "server/metrics.h"
 #include "server/progress_cache.h"
+#include "server/start_estimates.h"
 #include "server/telemetry_recorder.h"
 #include "server/worker_identity.h"
 #include "store/store.h"
@@ -294,6 +295,7 @@ class ControlPlane {
   std::vector<std::string> usage_teams_;      // guarded by mu_
   void account_usage(sched::Snapshot& snap);  // mu_ held
   uint64_t cycle_ = 0;                        // guarded by mu_; plan() seed
+  StartEstimator start_estimator_;            // guarded by mu_; wait reasons, expected starts
   // Run time of preemptible jobs' attempts and how many of them were interrupted (preempted or
   // lost), since this server started; guarded by mu_. Feeds mtbf_estimate_seconds().
   util::Duration preemptible_run_time_{0};

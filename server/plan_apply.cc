@@ -112,10 +112,7 @@ void ControlPlane::apply_plan(Tx& tx) {
     job.wait_reason = fmt::format("backing off after a failure; next try at {}",
                                   util::format_time(job.rec.not_before));
   }
-  for (const auto& w : plan.waiting) {
-    if (auto it = active_.find(w.job); it != active_.end())
-      it->second.wait_reason = sched::describe(w, snap);
-  }
+  start_estimator_.explain(active_, snap, plan, options_.config.policy);
   for (const auto& p : plan.preemptions) {
     auto it = active_.find(p.job);
     if (it == active_.end() || it->second.stop != StopCause::None) continue;

@@ -73,6 +73,7 @@ nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobR
   }
   if (active != nullptr) {
     if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
+    add_start_estimate(j, *active);
     if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
   }
   return j;

@@ -89,6 +89,8 @@ void ControlPlane::transition(ActiveJob& job, model::JobState to, const std::str
     job.rec.attempt += 1;
     job.rec.queued_since = now;
   }
+  // A requeued job holds no GPUs; an ended one keeps where its last attempt ran (show, ls).
+  if (to == model::JobState::Pending) job.rec.placement_json.clear();
   if (model::is_terminal(to)) job.rec.finished = now;
   tx.jobs.push_back(job.rec);
   tx.events.push_back({.job = job.rec.id,
@@ -244,7 +246,6 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
     if (w.status.kind != exec::ExitKind::Exited || w.status.code != 0) code = w.status.code;
   }
   attempt.exit_code = code;
-  job.rec.placement_json.clear();
   const StopCause cause = job.stop;
   const std::string stop_reason = job.stop_reason;
   job.workers.clear();

@@ -43,7 +43,9 @@ struct JobRecord {
   int failures = 0;         // failed attempts so far (compared with backoffLimit)
   util::Duration attained_gpu_time{0};
   std::string reason;          // reason of the last transition
-  std::string placement_json;  // current attempt's placement; empty when not placed
+  // The current attempt's placement, or the last attempt's once the job ended; empty while
+  // pending.
+  std::string placement_json;
 };
 
 struct EventRecord {
