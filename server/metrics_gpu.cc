@@ -25,6 +25,19 @@ std::optional<double> num(std::optional<uint64_t> v) {
   return static_cast<double>(*v);
 }
 
+// DCGM's profiling fields are 0..1 ratios; the samples keep percentages.
+std::optional<double> ratio(std::optional<double> percent) {
+  if (!percent) return std::nullopt;
+  return *percent / 100.0;
+}
+
+// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL as DCGM computes it: the KiB/s of NVLink data sent and
+// received over all links, divided by 1000 (so roughly MB/s), a rate despite its counter type.
+std::optional<double> nvlink_bandwidth_total(const GpuSample& s) {
+  if (!s.nvlink_tx_bytes_per_s || !s.nvlink_rx_bytes_per_s) return std::nullopt;
+  return (*s.nvlink_tx_bytes_per_s + *s.nvlink_rx_bytes_per_s) / 1024.0 / 1000.0;
+}
+
 struct GpuFamily {
   const char* name;
   const char* type;
@@ -32,7 +45,8 @@ struct GpuFamily {
   std::optional<double> (*value)(const GpuSample&);
 };
 
-// Help texts follow dcgm-exporter's default-counters.csv; units are MiB, MHz, W, C and %.
+// Help texts and types follow dcgm-exporter's default-counters.csv; units are MiB, MHz, W, C,
+// %, mJ and us.
 constexpr GpuFamily kGpuFamilies[] = {
     {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
      [](const GpuSample& s) { return s.sm_clock_mhz; }},
@@ -58,10 +72,13 @@ constexpr GpuFamily kGpuFamilies[] = {
      [](const GpuSample& s) { return mib(s.memory_used_bytes); }},
     {"DCGM_FI_DEV_FB_TOTAL", "gauge", "Framebuffer memory total (in MiB).",
      [](const GpuSample& s) { return mib(s.memory_total_bytes); }},
+    // 0 when the sampler watches XIDs and saw none, as dcgm-exporter writes it, so a dashboard
+    // tells a healthy GPU from one whose XIDs are not watched (absent).
     {"DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
      [](const GpuSample& s) -> std::optional<double> {
-       if (!s.last_xid) return std::nullopt;
-       return static_cast<double>(*s.last_xid);
+       if (s.last_xid) return static_cast<double>(*s.last_xid);
+       if (s.xid_count) return 0.0;
+       return std::nullopt;
      }},
     {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
      [](const GpuSample& s) { return num(s.ecc_corrected_volatile); }},
@@ -70,13 +87,57 @@ constexpr GpuFamily kGpuFamilies[] = {
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
      "Current clock throttle reasons (bitmask of NVML's clocks-event reasons).",
      [](const GpuSample& s) { return num(s.throttle_reasons); }},
-    // Profiling fields are ratios (0..1) in DCGM, not percentages.
+    {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
+     [](const GpuSample& s) { return s.memory_temperature_c; }},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+     "Total energy consumption since boot (in mJ).",
+     [](const GpuSample& s) { return num(s.energy_mj); }},
+    {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
+     [](const GpuSample& s) { return num(s.pcie_replay_count); }},
+    {"DCGM_FI_DEV_POWER_VIOLATION", "counter",
+     "Throttling duration due to power constraints (in us).",
+     [](const GpuSample& s) { return num(s.violation_power_us); }},
+    {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter",
+     "Throttling duration due to thermal constraints (in us).",
+     [](const GpuSample& s) { return num(s.violation_thermal_us); }},
+    {"DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "counter",
+     "Throttling duration due to sync-boost constraints (in us).",
+     [](const GpuSample& s) { return num(s.violation_sync_boost_us); }},
+    {"DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "counter",
+     "Throttling duration due to board limit constraints (in us).",
+     [](const GpuSample& s) { return num(s.violation_board_limit_us); }},
+    {"DCGM_FI_DEV_LOW_UTIL_VIOLATION", "counter",
+     "Throttling duration due to low utilization (in us).",
+     [](const GpuSample& s) { return num(s.violation_low_util_us); }},
+    {"DCGM_FI_DEV_RELIABILITY_VIOLATION", "counter",
+     "Throttling duration due to reliability constraints (in us).",
+     [](const GpuSample& s) { return num(s.violation_reliability_us); }},
+    {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for uncorrectable errors",
+     [](const GpuSample& s) { return num(s.remapped_rows_uncorrectable); }},
+    {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for correctable errors",
+     [](const GpuSample& s) { return num(s.remapped_rows_correctable); }},
+    {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+     [](const GpuSample& s) -> std::optional<double> {
+       if (!s.row_remap_failed) return std::nullopt;
+       return *s.row_remap_failed ? 1.0 : 0.0;
+     }},
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+     "Total number of NVLink bandwidth counters for all lanes", nvlink_bandwidth_total},
+    // Profiling fields are ratios (0..1) in DCGM, not percentages, whatever their help says.
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+     "Ratio of time the graphics engine is active (in %).",
+     [](const GpuSample& s) { return ratio(s.gr_engine_active_percent); }},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+     "Ratio of cycles the tensor (HMMA) pipe is active (in %).",
+     [](const GpuSample& s) { return ratio(s.tensor_active_percent); }},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+     "Ratio of cycles the device memory interface is active sending or receiving data (in %).",
+     [](const GpuSample& s) { return ratio(s.dram_active_percent); }},
     {"DCGM_FI_PROF_SM_ACTIVE", "gauge",
      "The ratio of cycles an SM has at least 1 warp assigned (in %).",
-     [](const GpuSample& s) -> std::optional<double> {
-       if (!s.sm_active_percent) return std::nullopt;
-       return *s.sm_active_percent / 100.0;
-     }},
+     [](const GpuSample& s) { return ratio(s.sm_active_percent); }},
     {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
      "The rate of data transmitted over the PCIe bus, including protocol headers and data "
      "payloads (in bytes per second).",

@@ -110,6 +110,94 @@ TEST(GpuMetrics, DcgmNamesLabelsAndJobsWithoutNulls) {
             std::string::npos);
 }
 
+// The value of the one line of `family` in `text` (-1 when there is none).
+double line_value(const std::string& text, const std::string& family) {
+  const size_t at = text.find("\n" + family + "{");
+  if (at == std::string::npos) return -1;
+  const size_t end = text.find('\n', at + 1);
+  const size_t space = text.rfind(' ', end);
+  return std::stod(text.substr(space + 1, end - space - 1));
+}
+
+TEST(GpuMetrics, XidErrorsIsZeroOnAWatchedGpuWithoutErrorsAndAbsentWhenUnwatched) {
+  AttributedSample healthy = gpu_sample(0, "GPU-a");
+  healthy.sample.xid_count = 0;
+  ExpositionWriter w;
+  write_gpu_metrics(w, {healthy}, "h");
+  EXPECT_EQ(line_value(w.text(), "DCGM_FI_DEV_XID_ERRORS"), 0);
+  AttributedSample failed = healthy;
+  failed.sample.xid_count = 2;
+  failed.sample.last_xid = 79;
+  ExpositionWriter w2;
+  write_gpu_metrics(w2, {failed}, "h");
+  EXPECT_EQ(line_value(w2.text(), "DCGM_FI_DEV_XID_ERRORS"), 79);
+  ExpositionWriter w3;
+  write_gpu_metrics(w3, {gpu_sample(0, "GPU-a")}, "h");  // events not watched: unknown
+  EXPECT_EQ(w3.text().find("DCGM_FI_DEV_XID_ERRORS"), std::string::npos);
+}
+
+TEST(GpuMetrics, DcgmDefaultFieldsHaveTheirTypesAndUnits) {
+  AttributedSample a = gpu_sample(0, "GPU-a");
+  telemetry::GpuSample& s = a.sample;
+  s.tensor_active_percent = 42;
+  s.dram_active_percent = 30;
+  s.gr_engine_active_percent = 95;
+  s.sm_active_percent = 80;
+  s.memory_temperature_c = 71;
+  s.energy_mj = 123456789;
+  s.pcie_replay_count = 3;
+  s.violation_power_us = 1;
+  s.violation_thermal_us = 2;
+  s.violation_sync_boost_us = 3;
+  s.violation_board_limit_us = 4;
+  s.violation_low_util_us = 5;
+  s.violation_reliability_us = 6;
+  s.remapped_rows_correctable = 7;
+  s.remapped_rows_uncorrectable = 8;
+  s.row_remap_failed = true;
+  s.nvlink_tx_bytes_per_s = 1024.0 * 1000 * 3;  // 3000 KiB/s
+  s.nvlink_rx_bytes_per_s = 1024.0 * 1000 * 1;
+  ExpositionWriter w;
+  write_gpu_metrics(w, {a}, "h");
+  const std::string text = w.text();
+  // Profiling fields are DCGM's 0..1 ratios.
+  EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), 0.42);
+  EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_DRAM_ACTIVE"), 0.30);
+  EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), 0.95);
+  EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_SM_ACTIVE"), 0.80);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_MEMORY_TEMP"), 71);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 123456789);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"), 3);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_POWER_VIOLATION"), 1);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_THERMAL_VIOLATION"), 2);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_SYNC_BOOST_VIOLATION"), 3);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION"), 4);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_LOW_UTIL_VIOLATION"), 5);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_RELIABILITY_VIOLATION"), 6);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"), 7);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), 8);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_ROW_REMAP_FAILURE"), 1);
+  EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), 4);  // KiB/s / 1000
+  // dcgm-exporter's types and help texts.
+  for (
+      const char* line :
+      {"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n",
+       "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).\n",
+       "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n",
+       "# TYPE DCGM_FI_DEV_POWER_VIOLATION counter\n",
+       "# HELP DCGM_FI_DEV_POWER_VIOLATION Throttling duration due to power constraints (in us).\n",
+       "# TYPE DCGM_FI_DEV_ROW_REMAP_FAILURE gauge\n",
+       "# TYPE DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS counter\n",
+       "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter\n",
+       "# TYPE DCGM_FI_PROF_PIPE_TENSOR_ACTIVE gauge\n",
+       "# HELP DCGM_FI_PROF_PIPE_TENSOR_ACTIVE Ratio of cycles the tensor (HMMA) pipe is active "
+       "(in "
+       "%).\n",
+       "# TYPE DCGM_FI_DEV_MEMORY_TEMP gauge\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
+}
+
 TEST(GpuMetrics, MigDevicesUseTheirParentUuidAndInstanceLabels) {
   AttributedSample parent = gpu_sample(0, "GPU-p");
   parent.sample.memory_total_bytes = uint64_t{40} << 30;
