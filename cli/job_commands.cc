@@ -139,6 +139,7 @@ Runner add_ls(CLI::App& app) {
     ClientOptions client;
     std::string state, team, name, output;
     int limit = 100;
+    int64_t array = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("ls", "List jobs, newest first");
@@ -146,6 +147,8 @@ Runner add_ls(CLI::App& app) {
                   "Only jobs in this state: pending, running, succeeded, failed, cancelled, ...");
   cmd->add_option("--team", o->team, "Only jobs of this team");
   cmd->add_option("--name", o->name, "Only jobs with this name");
+  cmd->add_option("--array", o->array, "Only the tasks of this job array (its id)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--limit", o->limit, "Most jobs to list (1..1000)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -158,6 +161,7 @@ Runner add_ls(CLI::App& app) {
     if (!o->state.empty()) q += "&state=" + url_encode(o->state);
     if (!o->team.empty()) q += "&team=" + url_encode(o->team);
     if (!o->name.empty()) q += "&name=" + url_encode(o->name);
+    if (o->array > 0) q += fmt::format("&array={}", o->array);
     ApiClient api(o->client);
     auto r = api.get(q);
     if (!r.is_ok()) return report("ls", r.status());
@@ -165,16 +169,28 @@ Runner add_ls(CLI::App& app) {
   };
 }
 
+// Cancels every task of array `id`; returns the exit code so far (`rc`) or this failure's.
+int cancel_array(ApiClient& api, int64_t id, int rc) {
+  auto r = api.post(fmt::format("/api/v1/arrays/{}/cancel", id), "{}", "application/json");
+  if (!r.is_ok()) return report("cancel", r.status());
+  std::cout << fmt::format("array {}: {} tasks cancelled, {} cancelling (notice sent)\n", id,
+                           (*r)["cancelled"].size(), (*r)["cancelling"].size());
+  return rc;
+}
+
 Runner add_cancel(CLI::App& app) {
   struct Opts {
     ClientOptions client;
     std::vector<std::string> jobs;
+    bool array = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "cancel",
       "Cancel jobs: pending ones at once, running ones after their notice and grace period");
   cmd->add_option("jobs", o->jobs, "Job ids or names")->required();
+  cmd->add_flag("--array", o->array,
+                "The ids are job arrays' ids (an array's first task): cancel every task of each");
   add_client_options(*cmd, o->client);
   return [o] {
     ApiClient api(o->client);
@@ -183,6 +199,10 @@ Runner add_cancel(CLI::App& app) {
       auto id = resolve_job(api, ref);
       if (!id.is_ok()) {
         rc = report("cancel", id.status());
+        continue;
+      }
+      if (o->array) {
+        rc = cancel_array(api, *id, rc);
         continue;
       }
       auto r = api.del(fmt::format("/api/v1/jobs/{}", *id));
@@ -209,6 +229,7 @@ void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   runners["logs"] = add_logs_command(app);
   runners["cancel"] = add_cancel(app);
   runners["checkpoints"] = add_checkpoints_command(app);
+  add_hold_update_commands(app, runners);
 }
 
 }  // namespace trainyard::cli

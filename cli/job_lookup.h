@@ -17,6 +17,8 @@ Runner add_show_command(CLI::App& app);
 Runner add_logs_command(CLI::App& app);
 Runner add_checkpoints_command(CLI::App& app);
 void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners);
+// hold, release and update (hold_update_commands.cc).
+void add_hold_update_commands(CLI::App& app, std::map<std::string, Runner>& runners);
 void add_cluster_commands(CLI::App& app, std::map<std::string, Runner>& runners);
 
 }  // namespace trainyard::cli

@@ -79,6 +79,15 @@ std::string age_of(const nlohmann::json& time) {
 void print_submitted(const nlohmann::json& job, bool quiet) {
   if (quiet) {
     std::printf("%s\n", job["id"].dump().c_str());
+  } else if (job.contains("arrayTasks")) {
+    // An array's id is its first task's id; its tasks have the ids up to lastId.
+    const nlohmann::json& a = job.value("array", nlohmann::json::object());
+    const int64_t limit = a.value("limit", 0);
+    std::printf("array %s submitted: %s tasks, jobs %s-%s (%s ...), team %s%s\n",
+                job["id"].dump().c_str(), job["arrayTasks"].dump().c_str(),
+                job["id"].dump().c_str(), cell(job["lastId"]).c_str(), cell(job["name"]).c_str(),
+                cell(job["team"]).c_str(),
+                limit > 0 ? fmt::format(", at most {} running at once", limit).c_str() : "");
   } else {
     std::printf("job %s submitted: %s (team %s)\n", job["id"].dump().c_str(),
                 cell(job["name"]).c_str(), cell(job["team"]).c_str());

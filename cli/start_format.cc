@@ -28,8 +28,9 @@ std::string start_cell(const nlohmann::json& job) {
   if (!job.contains("estimatedStartBasis")) return "-";
   const nlohmann::json& at = job["estimatedStart"];
   if (!at.is_string()) return "unknown";
-  const std::string rel = in_how_long(at.get<std::string>());
-  return rel.empty() ? at.get<std::string>() : rel;
+  // As squeue --start prints START_TIME; "now" once it has passed (the plan starts it soon).
+  const std::string text = at.get<std::string>();
+  return in_how_long(text) == "now" ? "now" : text.substr(0, 19);
 }
 
 std::string start_text(const nlohmann::json& job) {
@@ -37,7 +38,7 @@ std::string start_text(const nlohmann::json& job) {
   const std::string why = job.value("estimatedStartReason", "");
   const nlohmann::json& at = job["estimatedStart"];
   if (!at.is_string()) return "unknown: " + why;
-  return fmt::format("{} ({}; {}: {})", at.get<std::string>(), start_cell(job),
+  return fmt::format("{} ({}; {}: {})", at.get<std::string>(), in_how_long(at.get<std::string>()),
                      job.value("estimatedStartBasis", ""), why);
 }
 

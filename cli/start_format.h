@@ -8,7 +8,8 @@
 
 namespace trainyard::cli {
 
-// "in 20m", "now", "unknown", or "-" for a job that is not pending (or not estimated yet).
+// "2026-11-26T10:20:00" (UTC, as squeue --start), "now", "unknown", or "-" for a job that is
+// not pending (or not estimated yet).
 std::string start_cell(const nlohmann::json& job);
 // "2026-11-26T10:20:00Z (in 20m; replay: after job 12 ends by runtime limit)" or
 // "unknown: <why>"; "" for a job without an estimate.

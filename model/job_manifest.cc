@@ -11,6 +11,7 @@
 #include "model/accelerator.h"
 #include "model/internal/manifest_reader.h"
 #include "model/internal/yaml_documents.h"
+#include "model/job_array.h"
 #include "model/names.h"
 #include "model/sim_gpu_profile.h"
 
@@ -142,8 +143,9 @@ class ManifestParser {
     TY_ASSIGN_OR_RETURN(
         Fields f, r_.fields(spec, {"team", "priorityClass", "priority", "workers", "preemptible",
                                    "backoffLimit", "activeDeadlineSeconds", "dependsOn",
-                                   "nodeSelector", "checkpoint", "template"}));
+                                   "nodeSelector", "checkpoint", "template", "array"}));
     TY_RETURN_IF_ERROR(team(f, m));
+    if (const Field* arr = find(f, "array")) TY_RETURN_IF_ERROR(array(*arr, m));
     TY_RETURN_IF_ERROR(priority(f, m));
     TY_RETURN_IF_ERROR(lifecycle(f, m));
     if (const Field* deps = find(f, "dependsOn")) TY_RETURN_IF_ERROR(depends_on(*deps, m));
@@ -210,6 +212,22 @@ class ManifestParser {
       TY_ASSIGN_OR_RETURN(const int64_t s,
                           r_.integer(*deadline, 1, kMaxSeconds, "leave it out for no deadline"));
       m.spec.runtime_limit = util::seconds(s);
+    }
+    return util::Status::ok();
+  }
+
+  // Checked here so that every task name NAME-<index> is a job name the API accepts.
+  util::Status array(const Field& arr, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(m.array, r_.string(arr));
+    auto spec = parse_array_spec(m.array);
+    if (!spec.is_ok())
+      return r_.error(arr, fmt::format("{}: {}", arr.path, spec.status().message()));
+    const size_t suffix = array_name_suffix_length(*spec);
+    if (m.spec.name.size() + suffix > kMaxNameLength) {
+      return r_.error(arr, fmt::format("{}: task names {} have more than {} characters; shorten "
+                                       "metadata.name to at most {}",
+                                       arr.path, array_task_name(m.spec.name, spec->indices.back()),
+                                       kMaxNameLength, kMaxNameLength - suffix));
     }
     return util::Status::ok();
   }

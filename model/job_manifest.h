@@ -46,6 +46,9 @@ struct JobManifest {
   Labels labels;                        // metadata.labels
   std::vector<std::string> depends_on;  // job names or numeric ids, as written
   int backoff_limit = kDefaultBackoffLimit;
+  // spec.array: Slurm's --array text as written ("0-99%10"), checked by parse_array_spec();
+  // empty = one job. The server turns it into one job per index (model/job_array.h).
+  std::string array;
   ProcessTemplate process;
   CheckpointPolicy checkpoint;
 

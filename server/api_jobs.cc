@@ -9,6 +9,7 @@
 
 #include "model/names.h"
 #include "server/control_plane.h"
+#include "server/job_arrays.h"
 #include "server/tx.h"
 
 namespace trainyard::server {
@@ -178,16 +179,8 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
   for (auto d : deps) m.depends_on.push_back(std::to_string(d.value()));
 
   const util::Time now = clock_.now();
-  store::JobRecord rec{.name = m.spec.name,
-                       .team = m.spec.team,
-                       .state = model::JobState::Pending,
-                       .attempt = 1,
-                       .priority = m.spec.priority,
-                       .manifest_json = model::job_manifest_to_json(m),
-                       .submitted = now,
-                       .updated = now,
-                       .queued_since = now,
-                       .reason = "submitted"};
+  // One job, or one per index of an array (server/job_arrays.h).
+  std::vector<NewJob> jobs = expand_submission(m, now);
   // Set when a concurrent submission with the same key committed first: that one's key.
   std::optional<store::IdempotencyKeyRecord> winner;
   const util::Status committed = committer_->commit([&](store::Store& s) -> util::Status {
@@ -199,34 +192,36 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
       TY_ASSIGN_OR_RETURN(winner, s.find_idempotency_key(key->scope, key->key));
       if (winner) return util::Status::ok();
     }
-    TY_ASSIGN_OR_RETURN(rec.id, s.insert_job(rec));
+    TY_RETURN_IF_ERROR(insert_new_jobs(s, jobs, who.name, now));
     if (key) {
-      key->job = rec.id;
+      key->job = jobs.front().rec.id;
       key->created = now;
       TY_RETURN_IF_ERROR(s.insert_idempotency_key(*key));
     }
-    auto seq =
-        s.append_event({.job = rec.id,
-                        .at = now,
-                        .type = "Submitted",
-                        .to_state = std::string(model::job_state_name(model::JobState::Pending)),
-                        .attempt = 1,
-                        .reason = fmt::format("submitted by {}", who.name)});
-    return seq.status();
+    return util::Status::ok();
   });
   TY_RETURN_IF_ERROR(committed);
   if (winner) return replay(*winner);
   nlohmann::json out;
   {
     std::lock_guard lock(mu_);
-    teams_seen_.insert(rec.team);
-    if (!cancel_before_insert_.erase(rec.id)) {
-      ActiveJob job{.rec = rec, .manifest = std::move(m), .depends_on = std::move(deps)};
-      job.wait_reason = "not yet examined by the scheduler";
-      auto [it, inserted] = active_.emplace(rec.id, std::move(job));
-      out = job_json(&it->second, it->second.rec);
-    } else {
-      out = job_json(nullptr, rec);
+    for (NewJob& nj : jobs) {
+      const store::JobRecord& rec = nj.rec;
+      teams_seen_.insert(rec.team);
+      nlohmann::json j;
+      if (!cancel_before_insert_.erase(rec.id)) {
+        ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = deps};
+        job.wait_reason = "not yet examined by the scheduler";
+        auto [it, inserted] = active_.emplace(rec.id, std::move(job));
+        j = job_json(&it->second, it->second.rec);
+      } else {
+        j = job_json(nullptr, rec);
+      }
+      if (out.is_null()) out = std::move(j);
+    }
+    if (!m.array.empty()) {
+      out["arrayTasks"] = jobs.size();
+      out["lastId"] = jobs.back().rec.id.value();
     }
     wake_ = true;
     loop_cv_.notify_all();

@@ -211,6 +211,7 @@ void HttpApi::routes() {
       send(res, plane_.job_events(id, after, *who));
   });
 
+    if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return;
   get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
@@ -232,6 +233,31 @@ void HttpApi::routes() {
     res.set_header("X-Trainyard-Next-Offset", std::to_string(chunk->next_offset));
     res.set_header("X-Trainyard-Complete", chunk->complete ? "true" : "false");
     res.body = std::move(chunk->data);
+  // Job controls (docs/api.md): hold and release a pending job, change its priority class
+  // (POST .../update or PATCH on the job), and cancel every task of a job array.
+  post(R"(/api/v1/jobs/([^/]+)/hold)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.hold(id, *who));
+  });
+  post(R"(/api/v1/jobs/([^/]+)/release)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.release(id, *who));
+  });
+  auto update = [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.update(id, req.body, *who));
+  };
+  post(R"(/api/v1/jobs/([^/]+)/update)", update);
+  router_.add("PATCH", R"(/api/v1/jobs/([^/]+))", update);
+  post(R"(/api/v1/arrays/([^/]+)/cancel)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.cancel_array(id, *who));
+  });
+
     res.content_type = "text/plain; charset=utf-8";
   });
 

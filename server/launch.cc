@@ -13,6 +13,7 @@
 
 #include "model/accelerator.h"
 #include "server/control_plane.h"
+#include "server/job_arrays.h"
 #include "server/state_dir.h"
 
 namespace trainyard::server {
@@ -93,7 +94,7 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
                          .master_addr = master_addr,
                          .master_port = port,
                          .argv = argv,
-                         .env = proc.env,
+                         .env = worker_env(job),
                          .working_dir = proc.working_dir,
                          .checkpoint_dir = checkpoint_dir(job),
                          .mtbf_seconds = spec.preemptible ? mtbf_estimate_seconds() : 0,

@@ -9,6 +9,7 @@
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
 #include "server/fleet.h"
+#include "server/job_arrays.h"
 #include "server/tx.h"
 #include "util/log.h"
 
@@ -43,10 +44,15 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
     if (sched::find_team(snap, job.rec.team) < 0)
       sched::add_team(snap, model::Team{.name = job.rec.team});
   }
+  PendingGates gates(active_);
   for (auto& [id, job] : active_) {
     const bool running = !job.workers.empty();
     if (!running && job.rec.not_before > now) {
       backing_off.push_back(id);
+      continue;
+    }
+    if (auto held_back = gates.hold_back(job)) {
+      job.wait_reason = std::move(*held_back);
       continue;
     }
     sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "server/control_plane.h"
+#include "server/job_arrays.h"
 
 namespace trainyard::server {
 namespace {
@@ -74,6 +75,7 @@ nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobR
   if (active != nullptr) {
     if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
     add_start_estimate(j, *active);
+  add_job_controls(j, rec);
     if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
   }
   return j;

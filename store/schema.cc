@@ -144,11 +144,24 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_created ON idempotency_keys(created_us);
 )sql";
 
+// Version 5: job controls. held: a user holds the pending job back from the scheduler
+// (trainyard hold). array_job_id, array_index, array_limit: the job is task array_index of the
+// job array array_job_id (the id of its first task), of which at most array_limit run at once
+// (0 = no limit); array_index -1 for a job that is no task.
+constexpr const char* kJobControlSchema = R"sql(
+ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_job_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE jobs ADD COLUMN array_limit INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_by_array ON jobs(array_job_id, id);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kInitialSchema},
     {2, kTelemetrySchema},
     {3, kCostSchema},
     {4, kIdempotencySchema},
+    {5, kJobControlSchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

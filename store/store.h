@@ -24,7 +24,7 @@
 
 namespace trainyard::store {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 struct JobRecord {
   util::JobId id{0};  // assigned by insert_job
@@ -46,6 +46,13 @@ struct JobRecord {
   // The current attempt's placement, or the last attempt's once the job ended; empty while
   // pending.
   std::string placement_json;
+  // Held by a user (trainyard hold): a pending job the scheduler is not offered until released.
+  bool held = false;
+  // A task of a job array: the array's id (its first task's id) and this task's index; at most
+  // array_limit tasks of the array run at once (0 = no limit). array_index < 0: not a task.
+  util::JobId array_job_id{0};
+  int array_index = -1;
+  int array_limit = 0;
 };
 
 struct EventRecord {
@@ -136,6 +143,7 @@ struct JobFilter {
   std::optional<model::JobState> state;
   std::string team;  // empty = all teams
   std::string name;  // empty = any name
+  int64_t array_job_id = 0;  // > 0: only the tasks of this job array
   int64_t before = 0;
   int limit = 100;
 };

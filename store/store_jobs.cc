@@ -21,19 +21,19 @@ using internal::to_us;
 constexpr const char* kJobColumns =
     "id, name, team, state, attempt, priority, manifest_json, submitted_us, updated_us, "
     "queued_since_us, started_us, finished_us, not_before_us, failures, attained_gpu_us, reason, "
-    "placement_json";
+    "placement_json, held, array_job_id, array_index, array_limit";
 
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (name, team, state, attempt, priority, manifest_json, submitted_us, "
     "updated_us, queued_since_us, started_us, finished_us, not_before_us, failures, "
-    "attained_gpu_us, reason, placement_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-    "?, ?)";
+    "attained_gpu_us, reason, placement_json, held, array_job_id, array_index, array_limit) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 constexpr const char* kUpdateJob =
     "UPDATE jobs SET name = ?, team = ?, state = ?, attempt = ?, priority = ?, manifest_json = ?, "
     "submitted_us = ?, updated_us = ?, queued_since_us = ?, started_us = ?, finished_us = ?, "
-    "not_before_us = ?, failures = ?, attained_gpu_us = ?, reason = ?, placement_json = ? "
-    "WHERE id = ?";
+    "not_before_us = ?, failures = ?, attained_gpu_us = ?, reason = ?, placement_json = ?, "
+    "held = ?, array_job_id = ?, array_index = ?, array_limit = ? WHERE id = ?";
 
 // Binds every column but id, in kInsertJob's order.
 void bind_job_fields(Query& q, const JobRecord& job) {
@@ -43,6 +43,8 @@ void bind_job_fields(Query& q, const JobRecord& job) {
   q.bind(to_us(job.started)).bind(to_us(job.finished)).bind(to_us(job.not_before));
   q.bind(job.failures).bind(to_us(job.attained_gpu_time)).bind(job.reason);
   q.bind(job.placement_json);
+  q.bind(job.held ? 1 : 0).bind(job.array_job_id.value()).bind(job.array_index);
+  q.bind(job.array_limit);
 }
 
 // Reads a row selected with kJobColumns.
@@ -71,6 +73,10 @@ util::Result<JobRecord> read_job(const Query& q) {
   job.attained_gpu_time = util::Duration(q.int64(14));
   job.reason = q.text(15);
   job.placement_json = q.text(16);
+  job.held = q.int32(17) != 0;
+  job.array_job_id = util::JobId(q.int64(18));
+  job.array_index = q.int32(19);
+  job.array_limit = q.int32(20);
   return job;
 }
 
@@ -98,6 +104,7 @@ std::string filter_where(const JobFilter& filter, bool paged) {
   if (filter.state) conditions.push_back("state = ?");
   if (!filter.team.empty()) conditions.push_back("team = ?");
   if (!filter.name.empty()) conditions.push_back("name = ?");
+  if (filter.array_job_id > 0) conditions.push_back("array_job_id = ?");
   if (paged && filter.before > 0) conditions.push_back("id < ?");
   if (conditions.empty()) return "";
   return fmt::format(" WHERE {}", fmt::join(conditions, " AND "));
@@ -107,6 +114,7 @@ void bind_filter(Query& q, const JobFilter& filter, bool paged) {
   if (filter.state) q.bind(model::job_state_name(*filter.state));
   if (!filter.team.empty()) q.bind(filter.team);
   if (!filter.name.empty()) q.bind(filter.name);
+  if (filter.array_job_id > 0) q.bind(filter.array_job_id);
   if (paged && filter.before > 0) q.bind(filter.before);
 }
 
