@@ -111,6 +111,7 @@ std::vector<DeviceSeries> split_devices(const JobTelemetry& job, const DoctorThr
     } else if (s.sm_active_percent) {
       d.util.push_back(*s.sm_active_percent);
     }
+    if (s.tensor_active_percent) d.tensor.push_back(*s.tensor_active_percent);
     if (s.memory_used_bytes && s.memory_total_bytes && *s.memory_total_bytes > 0) {
       d.memory_total = std::max(d.memory_total, *s.memory_total_bytes);
       d.memory_peak = std::max(d.memory_peak, *s.memory_used_bytes);
@@ -138,6 +139,7 @@ std::vector<DeviceSeries> split_devices(const JobTelemetry& job, const DoctorThr
       d.idle_share = static_cast<double>(low) / static_cast<double>(d.util.size());
     }
     d.idle = d.enough && d.has_util && d.idle_share >= t.idle_sample_share;
+    if (!d.tensor.empty()) d.tensor_mean = mean(d.tensor);
     if (d.memory_total > 0) {
       d.memory_peak_share =
           static_cast<double>(d.memory_peak) / static_cast<double>(d.memory_total);

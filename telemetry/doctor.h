@@ -94,6 +94,13 @@ struct DoctorThresholds {
   // below tb_plugin's 50%.
   double comm_hint_util_mean = 50;
 
+  // tensor-cores-idle (ours): on a GPU with tensor cores that reports their activity (GPM), a
+  // busy device (util mean >= 40%, tb_plugin's "low utilization" line is 50%) whose tensor-core
+  // activity averages below 1% computes without them. Healthy bf16 training keeps them 20-60%
+  // busy, and tb_plugin flags a run whose kernels use no tensor cores at all.
+  double tensor_idle_percent = 1;
+  double tensor_busy_util_mean = 40;
+
   // thermal-throttling (ours): kThrottleThermalOrPower bits set in > 10% of the samples.
   double throttle_sample_share = 0.10;
 

@@ -180,6 +180,7 @@ void run_gpu_rules(Context& ctx) {
   underfilled_rule(ctx);
   run_health_rules(ctx);
   run_balance_rules(ctx);
+  run_tensor_rules(ctx);
   right_size_rule(ctx);
 }
 

@@ -23,6 +23,7 @@ struct DeviceSeries {
   int64_t last_ms = 0;
   std::vector<double> util;          // % per sample that has one (GPU util, else GPM SM active)
   std::vector<double> memory_share;  // used / total per sample that has both, time ordered
+  std::vector<double> tensor;        // % tensor-core activity per sample that has one (GPM)
   uint64_t memory_total = 0;
   uint64_t memory_peak = 0;
   int64_t throttle_known = 0;  // samples that report throttle reasons
@@ -37,6 +38,7 @@ struct DeviceSeries {
   double idle_share = 0;  // share of util samples below DoctorThresholds::idle_util
   bool idle = false;
   double memory_peak_share = 0, memory_mean_share = 0;
+  double tensor_mean = 0;  // of `tensor`, when it is not empty
 };
 
 struct Context {
@@ -78,6 +80,7 @@ void run_step_rules(Context& ctx);     // doctor_step_rules.cc
 void run_gpu_rules(Context& ctx);      // doctor_gpu_rules.cc; calls the two below
 void run_health_rules(Context& ctx);   // doctor_health_rules.cc: leak, near OOM, throttling
 void run_balance_rules(Context& ctx);  // doctor_balance_rules.cc: imbalance, communication
+void run_tensor_rules(Context& ctx);   // doctor_tensor_rules.cc: tensor cores left idle
 
 // Tensor-core facts for catalogued models the catalog does not carry.
 struct TensorCoreInfo {
