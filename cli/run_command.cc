@@ -9,6 +9,7 @@
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 #include "cli/time_limit_option.h"
+#include "model/job_array.h"
 
 namespace trainyard::cli {
 namespace {
@@ -45,6 +46,7 @@ Runner add_run_command(CLI::App& app) {
     bool not_preemptible = false, quiet = false;
     std::vector<std::string> env, depends_on, command;
     std::string idempotency_key;
+    std::string array;
     std::string time_limit;  // --time
   };
   auto o = std::make_shared<Opts>();
@@ -77,6 +79,10 @@ Runner add_run_command(CLI::App& app) {
                   "TRAINYARD_CHECKPOINT_DIR (default: checkpoints/<id>/ in the server's state "
                   "directory)");
   cmd->add_flag("--not-preemptible", o->not_preemptible, "Never preempt this job");
+  cmd->add_option("--array", o->array,
+                  "A job array in Slurm's syntax: 0-99, 1,3,5 or 0-15:4, with %N to run at most "
+                  "N tasks at once (0-99%10); one job per index, named NAME-<index>, with "
+                  "TRAINYARD_ARRAY_INDEX and TRAINYARD_ARRAY_JOB_ID set");
   add_time_limit_option(*cmd, o->time_limit);
   cmd->add_flag("-q,--quiet", o->quiet, "Print only the job id");
   add_idempotency_option(*cmd, o->idempotency_key);
@@ -87,6 +93,10 @@ Runner add_run_command(CLI::App& app) {
     if (!o->idempotency_key.empty()) {
       if (auto st = check_idempotency_key(o->idempotency_key); !st.is_ok())
         return report("run", st);
+    }
+    if (!o->array.empty()) {
+      if (auto a = model::parse_array_spec(o->array); !a.is_ok())
+        return report("run", util::invalid_argument("--array " + a.status().message()));
     }
     json limits = json::object();
     if (o->gpus != "0") {
@@ -125,6 +135,7 @@ Runner add_run_command(CLI::App& app) {
     if (!o->checkpoint_dir.empty()) spec["checkpoint"]["dir"] = o->checkpoint_dir;
     if (auto st = apply_time_limit(o->time_limit, spec); !st.is_ok()) return report("run", st);
     if (!o->team.empty()) spec["team"] = o->team;
+    if (!o->array.empty()) spec["array"] = o->array;
     if (!o->depends_on.empty()) spec["dependsOn"] = o->depends_on;
     if (!o->gpu_model.empty()) spec["nodeSelector"] = {{"trainyard.dev/gpu.product", o->gpu_model}};
     const json doc = {
