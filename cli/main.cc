@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   runners["doctor"] = add_doctor_command(app);
   runners["alerts"] = add_alerts_command(app);
   runners["cost"] = add_cost_command(app);
+  runners["completion"] = add_completion_command(app);
   add_job_commands(app, runners);
   add_cluster_commands(app, runners);
   std::vector<std::string> commands;

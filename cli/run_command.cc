@@ -8,6 +8,7 @@
 #include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
+#include "model/label_selector.h"
 #include "cli/time_limit_option.h"
 #include "model/job_array.h"
 
@@ -44,7 +45,7 @@ Runner add_run_command(CLI::App& app) {
                             checkpoint_dir;
     int workers = 1, backoff_limit = 3, grace = 30;
     bool not_preemptible = false, quiet = false;
-    std::vector<std::string> env, depends_on, command;
+    std::vector<std::string> env, depends_on, command, labels;
     std::string idempotency_key;
     std::string array;
     std::string time_limit;  // --time
@@ -79,6 +80,9 @@ Runner add_run_command(CLI::App& app) {
                   "TRAINYARD_CHECKPOINT_DIR (default: checkpoints/<id>/ in the server's state "
                   "directory)");
   cmd->add_flag("--not-preemptible", o->not_preemptible, "Never preempt this job");
+  cmd->add_option("--label", o->labels,
+                  "key=value for metadata.labels (ls -l selects by them); repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--array", o->array,
                   "A job array in Slurm's syntax: 0-99, 1,3,5 or 0-15:4, with %N to run at most "
                   "N tasks at once (0-99%10); one job per index, named NAME-<index>, with "
@@ -138,10 +142,17 @@ Runner add_run_command(CLI::App& app) {
     if (!o->array.empty()) spec["array"] = o->array;
     if (!o->depends_on.empty()) spec["dependsOn"] = o->depends_on;
     if (!o->gpu_model.empty()) spec["nodeSelector"] = {{"trainyard.dev/gpu.product", o->gpu_model}};
+    json labels = json::object();
+    for (const auto& kv : o->labels) {
+      auto label = model::parse_label_assignment(kv);
+      if (!label.is_ok()) return report("run", label.status());
+      labels[label->first] = label->second;
+    }
     const json doc = {
         {"apiVersion", "trainyard.dev/v1"},
         {"kind", "Job"},
-        {"metadata", {{"name", o->name.empty() ? default_name(o->command) : o->name}}},
+        {"metadata",
+         {{"name", o->name.empty() ? default_name(o->command) : o->name}, {"labels", labels}}},
         {"spec", spec}};
     ApiClient api(o->client);
     auto r = api.post_idempotent(

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/job_lookup.h"
+#include "cli/list_output.h"
 #include "cli/output.h"
 #include "cli/start_format.h"
 #include "cli/progress_format.h"
@@ -24,6 +25,7 @@ void print_job_text(const json& j, const json& events) {
   };
   line("Job", fmt::format("{} ({})", cell(j["id"]), cell(j["name"])));
   line("Team", cell(j["team"]));
+  line("Labels", labels_cell(j.value("labels", json::object())));
   line("State",
        cell(j["state"]) +
            (j.contains("stopping") ? fmt::format(" (stopping: {})", cell(j["stopping"])) : ""));
@@ -108,6 +110,7 @@ void print_job_text(const json& j, const json& events) {
 }  // namespace
 
 util::Result<int64_t> resolve_job(ApiClient& api, const std::string& ref) {
+  if (ref.starts_with("job/")) return resolve_job(api, ref.substr(4));  // as ls -o name prints
   if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos && ref.size() < 19)
     return std::stoll(ref);
   TY_ASSIGN_OR_RETURN(auto r, api.get("/api/v1/jobs?limit=1&name=" + url_encode(ref)));
@@ -159,14 +162,20 @@ Runner add_show_command(CLI::App& app) {
 Runner add_logs_command(CLI::App& app) {
   struct Opts {
     ClientOptions client;
-    std::string job;
+    std::string job, since;
     bool follow = false;
     int attempt = 0, rank = 0;
+    int64_t tail = -1;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("logs", "Print a job worker's output (stdout and stderr)");
   cmd->add_option("job", o->job, "Job id or name")->required();
   cmd->add_flag("-f,--follow", o->follow, "Keep printing until the attempt ends");
+  cmd->add_option("--tail", o->tail, "Only the last N lines (then more with -f)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--since", o->since,
+                  "Only lines that arrived in the last 10m, 1h30m, ... or since an RFC 3339 time "
+                  "(exact to the second)");
   cmd->add_option("--attempt", o->attempt, "Attempt number (default: the latest that ran)")
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--rank", o->rank, "Worker rank of a gang")
@@ -174,6 +183,8 @@ Runner add_logs_command(CLI::App& app) {
       ->capture_default_str();
   add_client_options(*cmd, o->client);
   return [o] {
+    auto window = log_window_query(o->since, o->tail);
+    if (!window.is_ok()) return report("logs", window.status());
     ApiClient api(o->client);
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("logs", id.status());
@@ -212,9 +223,12 @@ Runner add_logs_command(CLI::App& app) {
       // Following pins the attempt so that it does not jump to a later one mid-stream.
     }
     int64_t offset = 0;
+    bool first = true;
     for (;;) {
-      auto r = api.get_raw(fmt::format("/api/v1/jobs/{}/logs?attempt={}&rank={}&offset={}", *id,
-                                       attempt, o->rank, offset));
+      // The window picks where to start; following goes on from the offset it gave.
+      auto r = api.get_raw(fmt::format("/api/v1/jobs/{}/logs?attempt={}&rank={}&offset={}{}", *id,
+                                       attempt, o->rank, offset,
+                                       std::exchange(first, false) ? *window : ""));
       if (!r.is_ok()) return report("logs", r.status());
       std::cout << r->body << std::flush;
       offset = std::stoll(r->headers["X-Trainyard-Next-Offset"]);

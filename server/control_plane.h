@@ -24,6 +24,7 @@
 #include "cloud/cost_ledger.h"
 #include "exec/executor.h"
 #include "exec/slurm_executor.h"
+#include "model/label_selector.h"
 #include "model/node.h"
 #include "sched/decayed_usage.h"
 #include "sched/plan.h"
@@ -62,6 +63,14 @@ struct ControlPlaneOptions {
   // With `slurm`: the sampler that reads the wrappers' GPU readings, told who runs where after
   // every cycle (record_telemetry_from() makes the recorder use it).
   BatchGpuSampler* batch_sampler = nullptr;
+};
+
+// Which part of a log to read (`logs --since/--tail`): lines that arrived at `since_time`, or
+// in the last `since_seconds` (-1: no limit), then of those the last `tail_lines` (-1: all).
+struct LogWindow {
+  std::optional<util::Time> since_time;
+  int64_t since_seconds = -1;
+  int64_t tail_lines = -1;
 };
 
 struct LogChunk {
@@ -107,11 +116,18 @@ class ControlPlane {
   util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
+  // list_jobs() of the jobs whose metadata.labels match `selector` (job_label_queries.cc).
+  util::Result<nlohmann::json> list_jobs_matching(store::JobFilter filter,
+                                                  const model::LabelSelector& selector,
+                                                  const Principal& who);
   util::Result<nlohmann::json> job_events(util::JobId id, int64_t after_seq, const Principal& who);
   // The job's checkpoints (newest first), each verified against its manifest.
   util::Result<nlohmann::json> job_checkpoints(util::JobId id, const Principal& who);
   util::Result<LogChunk> job_log(util::JobId id, int attempt, int rank, int64_t offset,
                                  int64_t max_bytes, const Principal& who);
+  // The offset job_log() reads from for `window` (job_log_window.cc).
+  util::Result<int64_t> job_log_start(util::JobId id, int attempt, int rank,
+                                      const LogWindow& window, const Principal& who);
   // This machine's nodes and the fleet's (cloud pools: provisioning, ready, draining), with
   // pool, zone, state and price (cluster_views.cc).
   // Job controls (job_control.cc). hold: a pending job is not offered to the scheduler until

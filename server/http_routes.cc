@@ -10,6 +10,7 @@
 #include "model/job_state.h"
 #include "server/http_api.h"
 #include "server/peer_uid.h"
+#include "util/time_text.h"
 
 namespace trainyard::server {
 namespace {
@@ -100,6 +101,32 @@ util::Result<nlohmann::json> with_curl_hint(util::Result<nlohmann::json> r, cons
                           "with curl --data-binary @FILE)");
 }
 
+// With sinceSeconds, sinceTime or tailLines (Kubernetes' names): moves `offset` forward to
+// where that window of the log starts. False when the reply has been sent (a bad parameter).
+bool log_window_offset(ControlPlane& plane, const Request& req, Response& res, util::JobId id,
+                       int attempt, int rank, const Principal& who, int64_t& offset) {
+  LogWindow w;
+  if (!int_param(req, "sinceSeconds", 0, INT64_MAX / 1000000, w.since_seconds, res) ||
+      !int_param(req, "tailLines", 0, INT64_MAX, w.tail_lines, res))
+    return false;
+  if (req.has_param("sinceTime")) {
+    auto t = util::parse_rfc3339(req.param("sinceTime"));
+    if (!t.is_ok()) {
+      reply_error(res, t.status(), "sinceTime");
+      return false;
+    }
+    w.since_time = *t;
+  }
+  if (!w.since_time && w.since_seconds < 0 && w.tail_lines < 0) return true;
+  auto start = plane.job_log_start(id, attempt, rank, w, who);
+  if (!start.is_ok()) {
+    reply_error(res, start.status());
+    return false;
+  }
+  offset = std::max(offset, *start);
+  return true;
+}
+
 }  // namespace
 
 void HttpApi::routes() {
@@ -186,7 +213,9 @@ void HttpApi::routes() {
     }
     f.team = req.param("team");
     f.name = req.param("name");
-    send(res, plane_.list_jobs(f, *who));
+    auto selector = model::parse_label_selector(req.param("labelSelector"));
+    if (!selector.is_ok()) return reply_error(res, selector.status(), "labelSelector");
+    send(res, plane_.list_jobs_matching(f, *selector, *who));
   });
 
   get(R"(/api/v1/jobs/([^/]+))", [this, auth](const Request& req, Response& res) {
@@ -226,6 +255,9 @@ void HttpApi::routes() {
         !int_param(req, "rank", 0, 1023, rank, res) ||
         !int_param(req, "offset", 0, INT64_MAX, offset, res) ||
         !int_param(req, "limit", 1, 16 << 20, limit, res))
+      return;
+    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt),
+                           static_cast<int>(rank), *who, offset))
       return;
     auto chunk =
         plane_.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);

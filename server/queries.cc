@@ -71,6 +71,9 @@ nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobR
     const auto& limits = manifest["spec"]["template"]["resources"]["limits"];
     j["workers"] = manifest["spec"].value("workers", 1);
     j["resources"] = limits;
+    const auto meta = manifest.value("metadata", nlohmann::json::object());
+    j["labels"] = meta.is_object() ? meta.value("labels", nlohmann::json::object())
+                                   : nlohmann::json::object();
   }
   if (active != nullptr) {
     if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;

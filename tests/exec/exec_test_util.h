@@ -43,7 +43,7 @@ class TempDir {
 };
 
 inline ExecutorPtr make_executor() {
-  return make_local_executor({.wrapper_path = TY_TRAINYARD_BIN});
+  return make_local_executor({.wrapper_path = TY_EXEC_WRAPPER_BIN});
 }
 
 inline WorkerLaunch sh_worker(const TempDir& dir, std::string script) {
