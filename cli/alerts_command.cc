@@ -6,6 +6,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/list_output.h"
 #include "cli/output.h"
 
 namespace trainyard::cli {
@@ -40,15 +41,16 @@ Runner add_alerts_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "alerts", "List firing GPU and job alerts (temperature, throttling, XID, ECC, leaks, idle)");
   cmd->add_flag("--all", o->all, "Include recently resolved alerts");
-  cmd->add_option("-o,--output", o->output, "json or yaml");
+  cmd->add_option("-o,--output", o->output, kListOutputHelp);
   add_client_options(*cmd, o->client);
   return [o] {
-    if (!o->output.empty() && o->output != "json" && o->output != "yaml")
-      return report("alerts", util::invalid_argument("-o must be json or yaml"));
+    if (auto st = check_list_output(o->output); !st.is_ok()) return report("alerts", st);
     ApiClient api(o->client);
     auto r = api.get(o->all ? "/api/v1/alerts?all=1" : "/api/v1/alerts");
     if (!r.is_ok()) return report("alerts", r.status());
+    if (print_names((*r)["items"], o->output, "alert", "id")) return kExitOk;
     if (print_structured(*r, o->output)) return kExitOk;
+    const bool wide = o->output == "wide";
     const auto& items = (*r)["items"];
     if (!items.is_array() || items.empty()) {
       std::cerr << (o->all ? "No alerts.\n" : "No alerts firing.\n");
@@ -58,12 +60,14 @@ Runner add_alerts_command(CLI::App& app) {
     for (const auto& a : items) {
       std::vector<std::string> row = {cell(a["severity"]), cell(a["rule"]),
                                       subject_cell(a["subject"]), age_of(a["startedAt"])};
-      if (o->all) row.push_back(cell(a["state"]));
+      if (o->all || wide) row.push_back(cell(a["state"]));
+      if (wide) row.push_back(cell(a["id"]));
       row.push_back(cell(a["summary"]));
       rows.push_back(std::move(row));
     }
     std::vector<std::string> header = {"SEVERITY", "RULE", "SUBJECT", "SINCE"};
-    if (o->all) header.push_back("STATE");
+    if (o->all || wide) header.push_back("STATE");
+    if (wide) header.push_back("ID");
     header.push_back("SUMMARY");
     std::cout << render_table(header, rows);
     return kExitOk;

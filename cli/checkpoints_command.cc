@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/job_lookup.h"
+#include "cli/list_output.h"
 #include "cli/output.h"
 
 namespace trainyard::cli {
@@ -18,25 +19,29 @@ Runner add_checkpoints_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "checkpoints", "List a job's checkpoints with step, size, age and whether they verify");
   cmd->add_option("job", o->job, "Job id or name")->required();
-  cmd->add_option("-o,--output", o->output, "json or yaml");
+  cmd->add_option("-o,--output", o->output, kListOutputHelp);
   add_client_options(*cmd, o->client);
   return [o] {
-    if (!o->output.empty() && o->output != "json" && o->output != "yaml")
-      return report("checkpoints", util::invalid_argument("-o must be json or yaml"));
+    if (auto st = check_list_output(o->output); !st.is_ok()) return report("checkpoints", st);
     ApiClient api(o->client);
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("checkpoints", id.status());
     auto r = api.get(fmt::format("/api/v1/jobs/{}/checkpoints", *id));
     if (!r.is_ok()) return report("checkpoints", r.status());
+    if (print_names((*r)["items"], o->output, "checkpoint", "step")) return kExitOk;
     if (print_structured(*r, o->output)) return kExitOk;
+    const bool wide = o->output == "wide";
     std::cout << "dir: " << cell((*r)["dir"]) << "\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : (*r)["items"]) {
       rows.push_back({cell(c["step"]), fmt::format("{:.1f}", c["bytes"].get<double>() / (1 << 20)),
                       age_of(c["created"]), c["verified"].get<bool>() ? "yes" : "no",
                       c["problem"].get<std::string>().empty() ? "-" : cell(c["problem"])});
+      if (wide) rows.back().push_back(cell(c["path"]));
     }
-    std::cout << render_table({"STEP", "MIB", "AGE", "VERIFIED", "PROBLEM"}, rows);
+    std::vector<std::string> header = {"STEP", "MIB", "AGE", "VERIFIED", "PROBLEM"};
+    if (wide) header.push_back("PATH");
+    std::cout << render_table(header, rows);
     return kExitOk;
   };
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/job_lookup.h"
+#include "cli/list_output.h"
 #include "cli/output.h"
 
 namespace trainyard::cli {
@@ -11,16 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-int print(const json& j, const std::string& output, const std::function<void()>& table) {
-  if (output == "json") {
-    std::cout << j.dump(2) << "\n";
-  } else if (output == "yaml") {
-    std::cout << to_yaml(j);
-  } else if (output.empty()) {
-    table();
-  } else {
-    return report("nodes/queues", util::invalid_argument("-o must be json or yaml"));
-  }
+// -o name prints KIND/NAME per item (list_output.h); wide and the table go to `table`.
+int print(const json& j, const std::string& output, const std::string& kind,
+          const std::function<void()>& table) {
+  if (print_names(j["items"], output, kind, "name")) return kExitOk;
+  if (!print_structured(j, output)) table();
   return kExitOk;
 }
 
@@ -32,13 +28,15 @@ Runner add_nodes(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "nodes", "List the nodes (this machine's GPUs and cloud pools' nodes) and their use");
-  cmd->add_option("-o,--output", o->output, "json or yaml");
+  cmd->add_option("-o,--output", o->output, kListOutputHelp);
   add_client_options(*cmd, o->client);
   return [o] {
+    if (auto st = check_list_output(o->output); !st.is_ok()) return report("nodes", st);
     ApiClient api(o->client);
     auto r = api.get("/api/v1/nodes");
     if (!r.is_ok()) return report("nodes", r.status());
-    return print(*r, o->output, [&] {
+    const bool wide = o->output == "wide";
+    return print(*r, o->output, "node", [&] {
       std::vector<std::vector<std::string>> rows;
       for (const auto& n : (*r)["items"]) {
         const std::string zone = n.value("zone", "");
@@ -57,10 +55,12 @@ Runner add_nodes(CLI::App& app) {
                                                             n["problem"].get<std::string>())
                                               : n.value("state", "ready"),
                         price > 0 ? fmt::format("{:.4f}", price) : "-"});
+        if (wide) rows.back().push_back(labels_cell(n.value("labels", json::object())));
       }
-      std::cout << render_table(
-          {"NAME", "GPU", "IN USE", "KIND", "MIG", "CPU", "MEMORY", "POOL", "ZONE", "STATE", "$/H"},
-          rows);
+      std::vector<std::string> header = {"NAME",   "GPU",  "IN USE", "KIND",  "MIG", "CPU",
+                                         "MEMORY", "POOL", "ZONE",   "STATE", "$/H"};
+      if (wide) header.push_back("LABELS");
+      std::cout << render_table(header, rows);
     });
   };
 }
@@ -72,13 +72,15 @@ Runner add_queues(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("queues", "List teams: quotas, pending and running jobs");
-  cmd->add_option("-o,--output", o->output, "json or yaml");
+  cmd->add_option("-o,--output", o->output, kListOutputHelp);
   add_client_options(*cmd, o->client);
   return [o] {
+    if (auto st = check_list_output(o->output); !st.is_ok()) return report("queues", st);
     ApiClient api(o->client);
     auto r = api.get("/api/v1/queues");
     if (!r.is_ok()) return report("queues", r.status());
-    return print(*r, o->output, [&] {
+    const bool wide = o->output == "wide";
+    return print(*r, o->output, "queue", [&] {
       std::vector<std::vector<std::string>> rows;
       for (const auto& q : (*r)["items"]) {
         std::string quota;
@@ -86,10 +88,13 @@ Runner add_queues(CLI::App& app) {
           quota += (quota.empty() ? "" : ",") + k + "=" + cell(v);
         rows.push_back({cell(q["name"]), cell(q["weight"]), quota.empty() ? "-" : quota,
                         cell(q["pending"]), cell(q["running"]), cell(q["gpusInUse"])});
+        if (wide) rows.back().push_back(q.value("cohort", "").empty() ? "-" : cell(q["cohort"]));
       }
+      std::vector<std::string> header = {"TEAM",    "WEIGHT",  "QUOTA",
+                                         "PENDING", "RUNNING", "GPUS IN USE"};
+      if (wide) header.push_back("COHORT");
       std::cout << "policy: " << cell((*r)["policy"]) << "\n";
-      std::cout << render_table({"TEAM", "WEIGHT", "QUOTA", "PENDING", "RUNNING", "GPUS IN USE"},
-                                rows);
+      std::cout << render_table(header, rows);
     });
   };
 }

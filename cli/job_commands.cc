@@ -9,11 +9,14 @@
 
 #include <fmt/format.h>
 
+#include "cli/cancel_selection.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/job_lookup.h"
+#include "cli/list_output.h"
 #include "cli/output.h"
 #include "cli/progress_format.h"
+#include "cli/selectors.h"
 #include "cli/start_format.h"
 
 namespace trainyard::cli {
@@ -45,6 +48,7 @@ std::string node_cell(const json& job) {
 }
 
 int print_jobs(const json& items, const std::string& output) {
+  if (print_names(items, output, "job", "id")) return kExitOk;
   if (output == "json") {
     std::cout << items.dump(2) << "\n";
     return kExitOk;
@@ -56,7 +60,7 @@ int print_jobs(const json& items, const std::string& output) {
   const bool wide = output == "wide";
   std::vector<std::string> header = {"ID", "NAME", "TEAM", "STATE", "ATTEMPT", "GPUS", "AGE"};
   header.insert(header.end(), {"STEP", "RATE", "ETA"});  // progress_format.h
-  if (wide) header.insert(header.end(), {"NODE:GPUS", "START", "REASON"});
+  if (wide) header.insert(header.end(), {"NODE:GPUS", "LABELS", "START", "REASON"});
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : items) {
     std::vector<std::string> r = {cell(j["id"]),         cell(j["name"]),    cell(j["team"]),
@@ -65,6 +69,7 @@ int print_jobs(const json& items, const std::string& output) {
     for (auto& c : progress_cells(j)) r.push_back(std::move(c));
     if (wide) {
       r.push_back(node_cell(j));
+      r.push_back(labels_cell(j.value("labels", json::object())));
       r.push_back(start_cell(j));
       r.push_back(j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"]));
     }
@@ -72,10 +77,6 @@ int print_jobs(const json& items, const std::string& output) {
   }
   std::cout << render_table(header, rows);
   return kExitOk;
-}
-
-bool valid_output(const std::string& o, bool allow_wide) {
-  return o.empty() || o == "json" || o == "yaml" || (allow_wide && o == "wide");
 }
 
 Runner add_submit(CLI::App& app) {
@@ -137,8 +138,9 @@ Runner add_submit(CLI::App& app) {
 Runner add_ls(CLI::App& app) {
   struct Opts {
     ClientOptions client;
-    std::string state, team, name, output;
+    std::string state, team, name, output, selector;
     int limit = 100;
+    bool watch = false;
     int64_t array = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -147,22 +149,28 @@ Runner add_ls(CLI::App& app) {
                   "Only jobs in this state: pending, running, succeeded, failed, cancelled, ...");
   cmd->add_option("--team", o->team, "Only jobs of this team");
   cmd->add_option("--name", o->name, "Only jobs with this name");
+  cmd->add_option("-l,--selector", o->selector, kSelectorHelp);
+  cmd->add_flag("-w,--watch", o->watch,
+                "After the list, print a line for each job that changes state (Ctrl-C ends)");
   cmd->add_option("--array", o->array, "Only the tasks of this job array (its id)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--limit", o->limit, "Most jobs to list (1..1000)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("-o,--output", o->output, "wide, json or yaml");
+  cmd->add_option("-o,--output", o->output, kListOutputHelp);
   add_client_options(*cmd, o->client);
   return [o] {
-    if (!valid_output(o->output, true))
-      return report("ls", util::invalid_argument("-o must be wide, json or yaml"));
+    if (auto st = check_list_output(o->output); !st.is_ok()) return report("ls", st);
     std::string q = fmt::format("/api/v1/jobs?limit={}", o->limit);
     if (!o->state.empty()) q += "&state=" + url_encode(o->state);
     if (!o->team.empty()) q += "&team=" + url_encode(o->team);
     if (!o->name.empty()) q += "&name=" + url_encode(o->name);
+    auto selector = selector_query(o->selector);
+    if (!selector.is_ok()) return report("ls", selector.status());
+    q += *selector;
     if (o->array > 0) q += fmt::format("&array={}", o->array);
     ApiClient api(o->client);
+    if (o->watch) return watch_jobs(api, q, o->output);
     auto r = api.get(q);
     if (!r.is_ok()) return report("ls", r.status());
     return print_jobs((*r)["items"], o->output);
@@ -188,11 +196,14 @@ Runner add_cancel(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "cancel",
       "Cancel jobs: pending ones at once, running ones after their notice and grace period");
-  cmd->add_option("jobs", o->jobs, "Job ids or names")->required();
+  cmd->add_option("jobs", o->jobs, "Job ids or names (or job/ID as ls -o name prints)");
+  auto selection = std::make_shared<CancelSelection>();
+  add_cancel_selection_options(*cmd, *selection);
   cmd->add_flag("--array", o->array,
                 "The ids are job arrays' ids (an array's first task): cancel every task of each");
   add_client_options(*cmd, o->client);
-  return [o] {
+  return [o, selection] {
+    if (const int rc = cancel_selected(o->client, *selection, !o->jobs.empty()); rc >= 0) return rc;
     ApiClient api(o->client);
     int rc = kExitOk;
     for (const auto& ref : o->jobs) {
@@ -221,6 +232,10 @@ Runner add_cancel(CLI::App& app) {
 
 }  // namespace
 
+int print_job_list(const nlohmann::json& items, const std::string& output) {
+  return print_jobs(items, output);
+}
+
 void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   runners["submit"] = add_submit(app);
   runners["run"] = add_run_command(app);
@@ -228,6 +243,7 @@ void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   runners["show"] = add_show_command(app);
   runners["logs"] = add_logs_command(app);
   runners["cancel"] = add_cancel(app);
+  runners["wait"] = add_wait_command(app);
   runners["checkpoints"] = add_checkpoints_command(app);
   add_hold_update_commands(app, runners);
 }

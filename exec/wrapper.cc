@@ -27,6 +27,7 @@
 #include "exec/executor.h"
 #include "exec/internal/run_files.h"
 #include "exec/internal/worker_command.h"
+#include "exec/log_times.h"
 #include "telemetry/gpu_sample_json.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
@@ -154,12 +155,13 @@ bool write_all(int fd, const char* data, size_t size) {
 // worker never blocks on a full pipe).
 class CappedLog {
  public:
-  CappedLog(int fd, int64_t cap) : fd_(fd), cap_(cap) {}
+  CappedLog(int fd, int64_t cap, LogTimesWriter& times) : fd_(fd), cap_(cap), times_(times) {}
   void append(const char* data, size_t size) {
     if (truncated_) return;
     size_t room = static_cast<size_t>(cap_ - written_);
     size_t take = std::min(size, room);
     if (take > 0) {
+      times_.wrote(static_cast<int64_t>(take), util::WallClock().now());
       write_all(fd_, data, take);
       written_ += static_cast<int64_t>(take);
       last_ = data[take - 1];
@@ -175,6 +177,7 @@ class CappedLog {
  private:
   int fd_;
   int64_t cap_;
+  LogTimesWriter& times_;
   int64_t written_ = 0;  // by this run of the wrapper
   bool truncated_ = false;
   char last_ = '\n';
@@ -450,7 +453,13 @@ int run(const WrapperArgs& a) {
   if (worker < 0) return fail(a.run_dir, errno_text("fork"));
   if (worker == 0) exec_worker(a, output[1], env);
   ::close(output[1]);
-  CappedLog log(log_fd, a.log_cap);
+  // When each line arrived (`logs --since`); without it the log is still written.
+  const fs::path times_path = a.run_dir / kLogTimesFile;
+  const int times_fd =
+      ::open(times_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (times_fd >= 0) internal::set_run_file_access(times_fd, a.run_dir);
+  LogTimesWriter times(times_fd, ::lseek(log_fd, 0, SEEK_END));
+  CappedLog log(log_fd, a.log_cap, times);
   GpuReporter gpus(a);
   int wstatus = copy_until_exit(worker, output[0], child_signal, log, gpus, a.sample_ms);
   return record_wait_status(a.run_dir, wstatus);
