@@ -25,7 +25,7 @@ struct Stat {
 
 struct Acc {
   int64_t samples = 0;
-  Stat util, mem_util, sm_active, mem_used, temp, power, sm_clock;
+  Stat util, mem_util, sm_active, tensor_active, mem_used, temp, power, sm_clock;
   std::optional<int64_t> mem_total;
 };
 
@@ -45,6 +45,7 @@ std::vector<store::TelemetryMinute> summarize_minutes(
     a.util.add(s.gpu_util_percent);
     a.mem_util.add(s.mem_util_percent);
     a.sm_active.add(s.sm_active_percent);
+    a.tensor_active.add(s.tensor_active_percent);
     a.mem_used.add(as_double(s.memory_used_bytes));
     a.temp.add(s.temperature_c);
     a.power.add(s.power_w);
@@ -61,6 +62,7 @@ std::vector<store::TelemetryMinute> summarize_minutes(
     m.gpu_util_max = a.util.max;
     m.mem_util_avg = a.mem_util.mean();
     m.sm_active_avg = a.sm_active.mean();
+    m.tensor_active_avg = a.tensor_active.mean();
     m.mem_used_avg = a.mem_used.mean();
     if (a.mem_used.max) m.mem_used_max = static_cast<int64_t>(*a.mem_used.max);
     m.mem_total = a.mem_total;

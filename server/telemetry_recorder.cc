@@ -78,6 +78,7 @@ void TelemetryRecorder::MinuteAccumulator::add(const telemetry::GpuSample& s) {
   util.add(s.gpu_util_percent);
   mem_util.add(s.mem_util_percent);
   sm_active.add(s.sm_active_percent);
+  tensor_active.add(s.tensor_active_percent);
   mem_used.add(as_double(s.memory_used_bytes));
   temp.add(s.temperature_c);
   power.add(s.power_w);
@@ -207,6 +208,7 @@ std::vector<store::TelemetryMinute> TelemetryRecorder::close_minute() {
     m.gpu_util_max = acc.util.max;
     m.mem_util_avg = acc.mem_util.mean();
     m.sm_active_avg = acc.sm_active.mean();
+    m.tensor_active_avg = acc.tensor_active.mean();
     m.mem_used_avg = acc.mem_used.mean();
     if (acc.mem_used.max) m.mem_used_max = static_cast<int64_t>(*acc.mem_used.max);
     m.mem_total = acc.mem_total;

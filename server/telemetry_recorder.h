@@ -106,7 +106,7 @@ class TelemetryRecorder {
   };
   struct MinuteAccumulator {
     int64_t samples = 0;
-    Average util, mem_util, sm_active, mem_used, temp, power, sm_clock;
+    Average util, mem_util, sm_active, tensor_active, mem_used, temp, power, sm_clock;
     std::optional<int64_t> mem_total, throttle_or, ecc_uncorrected_max, xid_last;
     void add(const telemetry::GpuSample& s);
   };

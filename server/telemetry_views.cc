@@ -44,6 +44,11 @@ json measurements_json(const telemetry::GpuSample& s) {
           {"gpuUtilPercent", opt(s.gpu_util_percent)},
           {"memUtilPercent", opt(s.mem_util_percent)},
           {"smActivePercent", opt(s.sm_active_percent)},
+          {"tensorActivePercent", opt(s.tensor_active_percent)},
+          {"dramActivePercent", opt(s.dram_active_percent)},
+          {"grEngineActivePercent", opt(s.gr_engine_active_percent)},
+          {"memoryTemperatureC", opt(s.memory_temperature_c)},
+          {"energyMillijoules", opt(s.energy_mj)},
           {"memoryUsedBytes", opt(s.memory_used_bytes)},
           {"memoryTotalBytes", opt(s.memory_total_bytes)},
           {"temperatureC", opt(s.temperature_c)},
@@ -71,6 +76,7 @@ json minute_json(const store::TelemetryMinute& m) {
           {"gpuUtilMax", opt(m.gpu_util_max)},
           {"memUtilAvg", opt(m.mem_util_avg)},
           {"smActiveAvg", opt(m.sm_active_avg)},
+          {"tensorActiveAvg", opt(m.tensor_active_avg)},
           {"memoryUsedAvgBytes", opt(m.mem_used_avg)},
           {"memoryUsedMaxBytes", opt(m.mem_used_max)},
           {"memoryTotalBytes", opt(m.mem_total)},
@@ -269,6 +275,7 @@ util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::
     s.gpu_util_percent = m.gpu_util_avg;
     s.mem_util_percent = m.mem_util_avg;
     s.sm_active_percent = m.sm_active_avg;
+    s.tensor_active_percent = m.tensor_active_avg;
     if (m.mem_used_avg) s.memory_used_bytes = static_cast<uint64_t>(*m.mem_used_avg);
     if (m.mem_total) s.memory_total_bytes = static_cast<uint64_t>(*m.mem_total);
     s.temperature_c = m.temp_avg;
@@ -285,7 +292,7 @@ util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::
 }
 
 json ControlPlane::utilization_summary(const JobSeries& series) const {
-  Weighted util, power, sm_active;
+  Weighted util, power, sm_active, tensor_active;
   std::optional<double> util_max, mem_max, mem_total, temp_max;
   std::optional<int64_t> throttle, xid;
   std::set<std::string> devices;
@@ -302,6 +309,7 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
     util.add(m.gpu_util_avg, w);
     power.add(m.power_avg, w);
     sm_active.add(m.sm_active_avg, w);
+    tensor_active.add(m.tensor_active_avg, w);
     util_max = max_of(util_max, m.gpu_util_max);
     mem_max = max_of(mem_max, as_double(m.mem_used_max));
     mem_total = max_of(mem_total, as_double(m.mem_total));
@@ -316,6 +324,7 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
     util.add(s.gpu_util_percent, 1);
     power.add(s.power_w, 1);
     sm_active.add(s.sm_active_percent, 1);
+    tensor_active.add(s.tensor_active_percent, 1);
     util_max = max_of(util_max, s.gpu_util_percent);
     mem_max = max_of(mem_max, as_double(s.memory_used_bytes));
     mem_total = max_of(mem_total, as_double(s.memory_total_bytes));
@@ -332,6 +341,7 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
             {"gpuUtilP95", opt(util.percentile(0.95))},
             {"gpuUtilMax", opt(util_max)},
             {"smActiveAvg", opt(sm_active.mean())},
+            {"tensorActiveAvg", opt(tensor_active.mean())},
             {"memoryUsedMaxBytes", opt(mem_max)},
             {"memoryTotalBytes", opt(mem_total)},
             {"temperatureMaxC", opt(temp_max)},

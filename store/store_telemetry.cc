@@ -22,14 +22,15 @@ constexpr int kMaxTelemetryRows = 100'000;
 constexpr const char* kInsertMinute =
     "INSERT INTO telemetry_minutes (device_uuid, job_id, minute_us, samples, gpu_util_avg, "
     "gpu_util_max, mem_util_avg, sm_active_avg, mem_used_avg, mem_used_max, mem_total, temp_avg, "
-    "temp_max, power_avg, power_max, sm_clock_avg, throttle_or, ecc_uncorrected_max, xid_last) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    "temp_max, power_avg, power_max, sm_clock_avg, throttle_or, ecc_uncorrected_max, xid_last, "
+    "tensor_active_avg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 // The newest `limit` rows, returned oldest first.
 constexpr const char* kSelectJobMinutes =
     "SELECT * FROM (SELECT device_uuid, job_id, minute_us, samples, gpu_util_avg, gpu_util_max, "
     "mem_util_avg, sm_active_avg, mem_used_avg, mem_used_max, mem_total, temp_avg, temp_max, "
-    "power_avg, power_max, sm_clock_avg, throttle_or, ecc_uncorrected_max, xid_last "
-    "FROM telemetry_minutes WHERE job_id = ? ORDER BY minute_us DESC, device_uuid DESC LIMIT ?) "
+    "power_avg, power_max, sm_clock_avg, throttle_or, ecc_uncorrected_max, xid_last, "
+    "tensor_active_avg FROM telemetry_minutes WHERE job_id = ? ORDER BY minute_us DESC, "
+    "device_uuid DESC LIMIT ?) "
     "ORDER BY minute_us, device_uuid";
 
 TelemetryMinute read_minute(const Query& q) {
@@ -53,6 +54,7 @@ TelemetryMinute read_minute(const Query& q) {
   m.throttle_or = q.opt_int64(16);
   m.ecc_uncorrected_max = q.opt_int64(17);
   m.xid_last = q.opt_int64(18);
+  m.tensor_active_avg = q.opt_real(19);
   return m;
 }
 
@@ -72,6 +74,7 @@ util::Status Store::put_telemetry_minutes(const std::vector<TelemetryMinute>& ro
     q.bind_opt(m.mem_used_max).bind_opt(m.mem_total).bind_opt(m.temp_avg).bind_opt(m.temp_max);
     q.bind_opt(m.power_avg).bind_opt(m.power_max).bind_opt(m.sm_clock_avg);
     q.bind_opt(m.throttle_or).bind_opt(m.ecc_uncorrected_max).bind_opt(m.xid_last);
+    q.bind_opt(m.tensor_active_avg);
     TY_RETURN_IF_ERROR(q.run());
   }
   return util::Status::ok();

@@ -31,6 +31,7 @@ class FakeSampler final : public telemetry::GpuSampler {
       s.memory_used_bytes = static_cast<uint64_t>(util[i]) << 20;
       s.memory_total_bytes = uint64_t{80} << 30;
       s.throttle_reasons = throttle[i];
+      if (i == 0) s.tensor_active_percent = util[i] / 2;  // GPU 1 reports none
       if (i == 1)
         for (int pid : pids) s.processes.push_back({.pid = pid});
       out.push_back(std::move(s));
@@ -147,6 +148,8 @@ TEST_F(TelemetryRecorderTest, WritesOneRowPerDeviceJobAndMinuteWhenTheMinuteClos
   EXPECT_DOUBLE_EQ(*job_row.gpu_util_max, 40.0);
   EXPECT_EQ(job_row.mem_used_max, int64_t{40} << 20);
   EXPECT_EQ(job_row.throttle_or, 0x28);
+  EXPECT_DOUBLE_EQ(job_row.tensor_active_avg.value_or(-1), 12.5);  // percent, like gpu_util_avg
+  EXPECT_FALSE(idle_row.tensor_active_avg.has_value());
   EXPECT_EQ(written_.prune_before,
             util::Time(std::chrono::milliseconds(kMinute0 + 60'000)) - std::chrono::hours(24 * 30));
   // stop() (here: flush) writes the minute in progress.

@@ -29,6 +29,7 @@ TEST(StoreTelemetry, KeepsMeasurementsAndTellsMissingFromZero) {
   m.mem_total = int64_t{80} << 30;
   m.throttle_or = 0x28;
   m.power_avg = 0.0;  // a real zero, not a missing value
+  m.tensor_active_avg = 41.5;
   ASSERT_TRUE(store->put_telemetry_minutes({m, minute_row("GPU-b", std::nullopt, 100)}).is_ok());
 
   auto rows = store->job_telemetry(job);
@@ -44,6 +45,8 @@ TEST(StoreTelemetry, KeepsMeasurementsAndTellsMissingFromZero) {
   EXPECT_EQ(r.mem_used_max, int64_t{70} << 30);
   EXPECT_EQ(r.throttle_or, 0x28);
   EXPECT_EQ(r.power_avg, 0.0);
+  EXPECT_EQ(r.tensor_active_avg, 41.5);
+  EXPECT_FALSE(r.sm_active_avg.has_value());
   EXPECT_FALSE(r.temp_max.has_value());
   EXPECT_FALSE(r.xid_last.has_value());
 }
