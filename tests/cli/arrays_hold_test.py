@@ -102,7 +102,7 @@ class HoldAndUpdate(unittest.TestCase):
             jid = s.run("--gpus", "1", "--name", "later", "--", "echo", "ran")
             self.assertIn(f"job {jid} held", s.cli("hold", str(jid)).stdout)
             r = s.cli("hold", str(blocker), check=False)
-            self.assertNotEqual(r.returncode, 0)
+            self.assertEqual(r.returncode, 1)
             self.assertIn(f"job {blocker} is running; only a pending job can be held", r.stderr)
             s.stop()
             s = harness.Server(config=FAST, state_dir=s.state_dir).start()
@@ -122,7 +122,7 @@ class HoldAndUpdate(unittest.TestCase):
             s.cli("release", str(jid))
             self.assertEqual(s.wait(jid)["state"], "succeeded")
             r = s.cli("update", str(jid), "--priority", "high", check=False)
-            self.assertNotEqual(r.returncode, 0)
+            self.assertEqual(r.returncode, 1)
             self.assertIn("has already ended (succeeded); only a pending job can be updated",
                           r.stderr)
             status, body = s.http("POST", f"/api/v1/jobs/{jid}/hold", b"{}")

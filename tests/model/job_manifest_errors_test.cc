@@ -52,7 +52,7 @@ TEST(JobManifestErrors, UnknownFieldNamesItSuggestsAndListsAllowed) {
   EXPECT_EQ(error_of(with_line(6, "  worker: 2")),
             "job.yaml:6: unknown field \"spec.worker\" (did you mean \"workers\"?; allowed: team, "
             "priorityClass, priority, workers, preemptible, backoffLimit, activeDeadlineSeconds, "
-            "dependsOn, nodeSelector, checkpoint, template)");
+            "dependsOn, nodeSelector, checkpoint, template, array)");
   EXPECT_EQ(error_of(with_line(4, "  name: a\n  colour: red")),
             "job.yaml:5: unknown field \"metadata.colour\" (allowed: name, labels)");
   EXPECT_CONTAINS(error_of(with_line(11, "        nvidia.com/gpus: 2")),
