@@ -156,12 +156,19 @@ ALTER TABLE jobs ADD COLUMN array_limit INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX jobs_by_array ON jobs(array_job_id, id);
 )sql";
 
+// Version 6: tensor-core activity in the per-minute GPU telemetry (percent, GPM; NULL where the
+// device does not report it), which the doctor reads for jobs older than the raw samples.
+constexpr const char* kTensorTelemetrySchema = R"sql(
+ALTER TABLE telemetry_minutes ADD COLUMN tensor_active_avg REAL;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kInitialSchema},
     {2, kTelemetrySchema},
     {3, kCostSchema},
     {4, kIdempotencySchema},
     {5, kJobControlSchema},
+    {6, kTensorTelemetrySchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

@@ -24,7 +24,7 @@
 
 namespace trainyard::store {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 struct JobRecord {
   util::JobId id{0};  // assigned by insert_job
@@ -98,6 +98,7 @@ struct TelemetryMinute {
   std::optional<double> gpu_util_avg, gpu_util_max;  // percent
   std::optional<double> mem_util_avg;                // percent
   std::optional<double> sm_active_avg;               // percent
+  std::optional<double> tensor_active_avg;           // percent
   std::optional<double> mem_used_avg;
   std::optional<int64_t> mem_used_max, mem_total;
   std::optional<double> temp_avg, temp_max;
