@@ -34,6 +34,16 @@ std::string only_model(const Snapshot& snap, const SnapshotJob& job) {
   return model >= 0 ? snap.gpu_models[model] : "";
 }
 
+// What decides a job's holders and its reason's text: its request, allowed models and selector.
+std::string shape_key(const SnapshotJob& job) {
+  const model::WorkerRequest& w = job.worker;
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", job.workers, w.gpus, w.gpu_milli.value(),
+                                w.cpu.value(), w.memory.value(), job.gpu_model_mask,
+                                job.preemptible, w.mig_profile);
+  for (const auto& [k, v] : job.node_selector) key += "|" + k + "=" + v;
+  return key;
+}
+
 std::string holder_text(const Snapshot& snap, const GpuHolder& h) {
   const std::string team = h.team >= 0 && h.team < static_cast<int>(snap.teams.size())
                                ? "team " + snap.teams[h.team].name + ", "
@@ -124,7 +134,9 @@ GpuHolders::GpuHolders(const Snapshot& snap, const Plan& plan)
   }
 }
 
-std::vector<GpuHolder> GpuHolders::of(const SnapshotJob& job) const {
+const std::vector<GpuHolder>& GpuHolders::of(const SnapshotJob& job) {
+  const std::string key = shape_key(job);
+  if (auto it = of_memo_.find(key); it != of_memo_.end()) return it->second;
   const std::vector<bool> usable = usable_nodes(snap_, job);
   std::vector<int> gpus(entries_.size(), 0);
   for (size_t e = 0; e < entries_.size(); ++e) {
@@ -141,20 +153,22 @@ std::vector<GpuHolder> GpuHolders::of(const SnapshotJob& job) const {
     const Time eb = b.stopping ? Time::min() : b.ends;
     return ea != eb ? ea < eb : a.job < b.job;
   });
-  return out;
+  return of_memo_[key] = std::move(out);
 }
 
-std::string GpuHolders::describe(JobId id, size_t max_named) const {
+std::string GpuHolders::describe(JobId id, size_t max_named) {
   auto it = job_index_.find(id.value());
   if (it == job_index_.end()) return "";
   const SnapshotJob& job = snap_.jobs[it->second];
-  const std::vector<GpuHolder> holders = of(job);
+  const std::string key = fmt::format("{}#{}", shape_key(job), max_named);
+  if (auto memo = text_memo_.find(key); memo != text_memo_.end()) return memo->second;
+  const std::vector<GpuHolder>& holders = of(job);
   const std::vector<bool> usable = usable_nodes(snap_, job);
   int outside = 0;
   for (size_t idx = 0; idx < snap_.nodes.size(); ++idx) {
     if (usable[idx]) outside += std::popcount(snap_.nodes[idx].gpus_held_outside);
   }
-  if (holders.empty() && outside == 0) return "";
+  if (holders.empty() && outside == 0) return text_memo_[key] = "";
   std::string named;
   for (size_t h = 0; h < holders.size() && h < max_named; ++h)
     named += (named.empty() ? "" : ", ") + holder_text(snap_, holders[h]);
@@ -164,7 +178,7 @@ std::string GpuHolders::describe(JobId id, size_t max_named) const {
   if (!named.empty()) text += "held by " + named;
   if (outside > 0)
     text += fmt::format("{}{} GPU(s) used outside trainyard", named.empty() ? "" : "; ", outside);
-  return text;
+  return text_memo_[key] = std::move(text);
 }
 
 }  // namespace trainyard::sched

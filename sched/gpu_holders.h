@@ -1,7 +1,8 @@
 // Who holds the GPUs a pending job waits for: the running jobs (and the jobs this plan starts)
 // on the nodes the job could use, soonest expected end first, for the pending reason
 // "waiting for 4 x H100-80GB: held by job 12 (team a, 4 GPUs, limit ends in 20m), ...".
-// Pure: reads the snapshot and the plan. Thread-compatible.
+// Pure: reads the snapshot and the plan. Thread-compatible; answers are memoized per request
+// shape (jobs asking alike wait for the same holders), so a long queue costs one answer per shape.
 #pragma once
 
 #include <cstdint>
@@ -40,12 +41,13 @@ class GpuHolders {
  public:
   GpuHolders(const Snapshot& snap, const Plan& plan);
 
-  // The holders of GPUs on nodes `job` could use, by expected end, then id.
-  std::vector<GpuHolder> of(const SnapshotJob& job) const;
+  // The holders of GPUs on nodes `job` could use, by expected end, then id. Valid as long as
+  // this object.
+  const std::vector<GpuHolder>& of(const SnapshotJob& job);
   // "waiting for 4 x H100-80GB: held by job 12 (team a, 4 GPUs, limit ends in 20m), job 15
   // (team b, 2 GPUs, no runtime limit)"; names at most `max_named` and counts the rest. "" when
   // `id` is not a pending job of the snapshot or nobody holds such GPUs.
-  std::string describe(JobId id, size_t max_named = 4) const;
+  std::string describe(JobId id, size_t max_named = 4);
 
  private:
   struct Entry {
@@ -56,6 +58,8 @@ class GpuHolders {
   std::vector<Entry> entries_;
   std::vector<std::vector<int>> by_node_;  // per node index: indexes into entries_
   std::unordered_map<int64_t, int> job_index_;
+  std::unordered_map<std::string, std::vector<GpuHolder>> of_memo_;  // by shape_key()
+  std::unordered_map<std::string, std::string> text_memo_;           // by shape_key(), max_named
 };
 
 }  // namespace trainyard::sched

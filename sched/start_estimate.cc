@@ -91,31 +91,41 @@ class Replay {
   std::string cause_;                       // what the last step changed, for `why`
 };
 
-const SnapshotJob* find_job(const Snapshot& snap, JobId id) {
-  for (const SnapshotJob& j : snap.jobs) {
-    if (j.id == id) return &j;
-  }
-  return nullptr;
-}
-
-// Running jobs of the replay's end state that never end there and stand in `job`'s way: on
-// nodes it could use, or (waiting for quota) of its team.
-std::vector<JobId> unbounded_blockers(const Snapshot& sim, const SnapshotJob& job, bool quota) {
-  std::vector<JobId> out;
-  if (quota) {
+// The replay's end state, and which of its running jobs never end there and stand in a waiting
+// job's way: on nodes it could use, or (when it waits for quota) of its team.
+class EndState {
+ public:
+  explicit EndState(const Snapshot& sim) : holders_(sim, no_plan_) {
     for (const SnapshotJob& j : sim.jobs) {
-      if (j.is_running() && j.team == job.team && expected_end(j, sim.now) == Time::max())
-        out.push_back(j.id);
+      by_id_[j.id.value()] = &j;
+      if (j.is_running() && expected_end(j, sim.now) == Time::max())
+        unbounded_of_team_[j.team].push_back(j.id);
+    }
+  }
+  const SnapshotJob* find(JobId id) const {
+    auto it = by_id_.find(id.value());
+    return it == by_id_.end() ? nullptr : it->second;
+  }
+  std::vector<JobId> blockers(const SnapshotJob& job, bool quota) {
+    if (quota) {
+      auto it = unbounded_of_team_.find(job.team);
+      return it == unbounded_of_team_.end() ? std::vector<JobId>{} : it->second;
+    }
+    std::vector<JobId> out;
+    for (const GpuHolder& h : holders_.of(job)) {
+      if (h.ends == Time::max()) out.push_back(h.job);
     }
     return out;
   }
-  for (const GpuHolder& h : GpuHolders(sim, Plan{}).of(job)) {
-    if (h.ends == Time::max()) out.push_back(h.job);
-  }
-  return out;
-}
 
-std::string unknown_why(const Snapshot& sim, const WaitReason* w, JobId id, bool capped) {
+ private:
+  const Plan no_plan_;
+  GpuHolders holders_;
+  std::unordered_map<int64_t, const SnapshotJob*> by_id_;
+  std::unordered_map<int, std::vector<JobId>> unbounded_of_team_;
+};
+
+std::string unknown_why(EndState& end, const WaitReason* w, JobId id, bool capped) {
   if (w != nullptr) {
     switch (w->code) {
       case WaitCode::DependencyUnfinished:
@@ -130,10 +140,10 @@ std::string unknown_why(const Snapshot& sim, const WaitReason* w, JobId id, bool
         break;
     }
   }
-  const SnapshotJob* job = find_job(sim, id);
+  const SnapshotJob* job = end.find(id);
   const bool quota = w != nullptr && w->code == WaitCode::QuotaExceeded;
   if (job != nullptr) {
-    const std::vector<JobId> blockers = unbounded_blockers(sim, *job, quota);
+    const std::vector<JobId> blockers = end.blockers(*job, quota);
     if (!blockers.empty())
       return fmt::format("{} held by {}, with no runtime limit (activeDeadlineSeconds)",
                          quota ? "its team's quota is" : "the GPUs it needs are",
@@ -187,11 +197,11 @@ std::vector<StartEstimate> estimate_starts(const Snapshot& snap, const Plan& pla
   std::unordered_map<int64_t, const WaitReason*> last_wait;
   for (const WaitReason& w : (ran ? latest : plan).waiting) last_wait[w.job.value()] = &w;
   const bool capped = replans >= opts.max_replans;
+  EndState end(replay.sim());
   for (StartEstimate& e : out) {
     if (e.basis == EstimateBasis::Unknown) {
       auto it = last_wait.find(e.job.value());
-      e.why =
-          unknown_why(replay.sim(), it == last_wait.end() ? nullptr : it->second, e.job, capped);
+      e.why = unknown_why(end, it == last_wait.end() ? nullptr : it->second, e.job, capped);
     } else if (e.job == plan.reservation.job) {
       e.basis = EstimateBasis::Reservation;
       e.at = plan.reservation.at;

@@ -15,7 +15,7 @@ constexpr util::Duration kEstimateRefresh = std::chrono::seconds(2);
 
 void StartEstimator::explain(std::map<util::JobId, ActiveJob>& active, const sched::Snapshot& snap,
                              const sched::Plan& plan, const sched::PolicyConfig& cfg) {
-  const sched::GpuHolders holders(snap, plan);
+  sched::GpuHolders holders(snap, plan);
   for (const auto& w : plan.waiting) {
     auto it = active.find(w.job);
     if (it == active.end()) continue;
