@@ -9,9 +9,9 @@
 #include "cli/job_lookup.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
-#include "cli/start_format.h"
 #include "cli/progress_format.h"
 #include "cli/sparkline.h"
+#include "cli/start_format.h"
 #include "cli/telemetry_view.h"
 
 namespace trainyard::cli {

@@ -42,7 +42,7 @@ struct JobRecord {
   util::Time not_before{};  // retry backoff: not schedulable before this time
   int failures = 0;         // failed attempts so far (compared with backoffLimit)
   util::Duration attained_gpu_time{0};
-  std::string reason;          // reason of the last transition
+  std::string reason;  // reason of the last transition
   // The current attempt's placement, or the last attempt's once the job ended; empty while
   // pending.
   std::string placement_json;
