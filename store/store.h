@@ -142,8 +142,8 @@ struct IdempotencyKeyRecord {
 // `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
 struct JobFilter {
   std::optional<model::JobState> state;
-  std::string team;  // empty = all teams
-  std::string name;  // empty = any name
+  std::string team;          // empty = all teams
+  std::string name;          // empty = any name
   int64_t array_job_id = 0;  // > 0: only the tasks of this job array
   int64_t before = 0;
   int limit = 100;
