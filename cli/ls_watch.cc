@@ -41,19 +41,25 @@ std::string fingerprint(const json& job) {
                      job.contains("stopping") ? cell(job["stopping"]) : "");
 }
 
-// The jobs as ls prints them; tables without their header after the first time.
-void print_jobs_in_watch(const json& jobs, const std::string& output, bool header) {
+// The jobs as ls prints them: the first list whole, then change rows laid out together with
+// the first list (`first`), so that their columns line up under its header, as kubectl's do.
+void print_jobs_in_watch(const json& jobs, const std::string& output, const json& first,
+                         bool whole) {
   if (output == "json" || output == "yaml") {
     for (const auto& j : jobs) std::cout << (output == "json" ? j.dump(2) + "\n" : to_yaml(j));
     return;
   }
+  json all = first;
+  for (const auto& j : jobs) all.push_back(j);
   std::ostringstream text;
   std::streambuf* const saved = std::cout.rdbuf(text.rdbuf());
-  print_job_list(jobs, output);
+  print_job_list(all, output);
   std::cout.rdbuf(saved);
   std::string s = text.str();
-  if (!header && output != "name") s.erase(0, s.find('\n') + 1);
-  std::cout << s << std::flush;
+  size_t skip = whole ? 0 : output == "name" ? first.size() : first.size() + 1;  // + header
+  size_t pos = 0;
+  while (skip-- > 0 && pos != std::string::npos) pos = s.find('\n', pos) + 1;
+  std::cout << s.substr(pos) << std::flush;
 }
 
 bool sleep_unless_stopped(std::chrono::milliseconds total) {
@@ -97,14 +103,15 @@ int watch_jobs(ApiClient& api, const std::string& query, const std::string& outp
   if (!first.is_ok()) return report("ls", first.status());
   std::map<int64_t, std::string> seen;
   for (const auto& j : (*first)["items"]) seen[j["id"].get<int64_t>()] = fingerprint(j);
-  print_jobs_in_watch((*first)["items"], output, /*header=*/true);
+  print_jobs_in_watch((*first)["items"], output, json::array(), /*whole=*/true);
   catch_stop_signals();
   while (sleep_unless_stopped(kPollEvery)) {
     auto r = api.get(query);
     if (!r.is_ok()) return report("ls", r.status());
     auto changed = changes(api, (*r)["items"], seen);
     if (!changed.is_ok()) return report("ls", changed.status());
-    if (!changed->empty()) print_jobs_in_watch(*changed, output, /*header=*/false);
+    if (!changed->empty())
+      print_jobs_in_watch(*changed, output, (*first)["items"], /*whole=*/false);
   }
   return kExitOk;
 }
