@@ -153,6 +153,25 @@ std::string unknown_why(EndState& end, const WaitReason* w, JobId id, bool cappe
   return "no running job has a runtime limit that frees what it needs";
 }
 
+// The last word on each estimate: the reservation's time for the job holding it, and for jobs
+// no replayed plan started, why (from `last`, the last plan made, and the replay's end state).
+void settle(std::vector<StartEstimate>& out, const Reservation& reservation, const Plan& last,
+            const Snapshot& end_state, bool capped) {
+  std::unordered_map<int64_t, const WaitReason*> last_wait;
+  for (const WaitReason& w : last.waiting) last_wait[w.job.value()] = &w;
+  EndState end(end_state);
+  for (StartEstimate& e : out) {
+    if (e.basis == EstimateBasis::Unknown) {
+      auto it = last_wait.find(e.job.value());
+      e.why = unknown_why(end, it == last_wait.end() ? nullptr : it->second, e.job, capped);
+    } else if (e.job == reservation.job) {
+      e.basis = EstimateBasis::Reservation;
+      e.at = reservation.at;
+      e.why = "backfill reservation: its GPUs are held for it " + e.why;
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view estimate_basis_name(EstimateBasis b) {
@@ -194,20 +213,7 @@ std::vector<StartEstimate> estimate_starts(const Snapshot& snap, const Plan& pla
     replay.apply(latest);
     again = !latest.preemptions.empty();
   }
-  std::unordered_map<int64_t, const WaitReason*> last_wait;
-  for (const WaitReason& w : (ran ? latest : plan).waiting) last_wait[w.job.value()] = &w;
-  const bool capped = replans >= opts.max_replans;
-  EndState end(replay.sim());
-  for (StartEstimate& e : out) {
-    if (e.basis == EstimateBasis::Unknown) {
-      auto it = last_wait.find(e.job.value());
-      e.why = unknown_why(end, it == last_wait.end() ? nullptr : it->second, e.job, capped);
-    } else if (e.job == plan.reservation.job) {
-      e.basis = EstimateBasis::Reservation;
-      e.at = plan.reservation.at;
-      e.why = "backfill reservation: its GPUs are held for it " + e.why;
-    }
-  }
+  settle(out, plan.reservation, ran ? latest : plan, replay.sim(), replans >= opts.max_replans);
   return out;
 }
 

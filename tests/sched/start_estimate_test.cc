@@ -150,6 +150,21 @@ TEST(StartEstimate, DependencyAndNeverFitsAreUnknownWithTheirReason) {
   EXPECT_NE(estimate_of(p, 3).why.find("never"), std::string::npos);
 }
 
+TEST(StartEstimate, QuotaHeldByTheTeamsUnlimitedJobsIsNamed) {
+  auto snap = SnapshotForTest()
+                  .team("a", 1.0, "", 4, 0)
+                  .node("n1", 8, "H100")
+                  .running(1, {.gpus = 4, .team = "a"}, {{"n1", {0, 1, 2, 3}}})
+                  .pending(2, {.gpus = 1, .team = "a", .submitted = 10})
+                  .build();
+  const Planned p = plan_and_estimate(snap, policy("fifo"));
+  ASSERT_EQ(p.plan.waiting.size(), 1u);
+  ASSERT_EQ(p.plan.waiting[0].code, WaitCode::QuotaExceeded);
+  const StartEstimate& e = estimate_of(p, 2);
+  EXPECT_EQ(e.basis, EstimateBasis::Unknown);
+  EXPECT_NE(e.why.find("team's quota is held by job 1"), std::string::npos) << e.why;
+}
+
 TEST(StartEstimate, ReplansAreCappedAndLaterStartsStayUnknown) {
   SnapshotForTest b;
   b.now(0).node("n1", 1, "H100").running(1, {.gpus = 1, .runtime_limit = 10}, {{"n1", {0}}});
