@@ -3,12 +3,13 @@ program. A code block is run when the line just above its opening fence is `<!--
 - in a `console` block, the lines starting with `$ ` are commands (with `\\` continuations) and the
   other lines are output, not checked;
 - in any other block, every line is a command; `#` comments are kept (bash reads them).
-The blocks of one file run in order, in one bash each with `set -eo pipefail`, from the
-repository's root, against one real `trainyard server` with simulated GPUs started for that file
-(TRAINYARD_SERVER points at it), so a later block may use the jobs an earlier one submitted. A
-block that starts its own `trainyard server` runs without TRAINYARD_SERVER, in a home and data
-directory of its own, and its background jobs are killed when it ends. A block fails when any
-command in it exits non-zero. Usage: doc_commands_test.py TRAINYARD_BINARY"""
+The runnable blocks of one file run in order in one bash with `set -eo pipefail`, from the
+repository's root, as a reader would type them into one shell: what a block exports, later blocks
+see. Each file gets a fresh home directory and, when run as root, an empty /var/lib/trainyard
+(the default state of a root server) in a mount namespace of its own. Unless one of its blocks
+starts `trainyard server` itself, a `trainyard server --gpus sim:4xH100-80GB` with the default
+address and state is started first. The file fails at the first command that exits non-zero,
+and the report names the block. Usage: doc_commands_test.py TRAINYARD_BINARY"""
 import os
 import re
 import subprocess
@@ -21,7 +22,6 @@ import harness  # noqa: E402
 
 REPO = harness.REPO
 MARKER = "<!-- runnable -->"
-BLOCK_TIMEOUT_S = 180
 
 
 class Block:
@@ -70,39 +70,50 @@ def doc_files():
         os.path.join(docs, name) for name in os.listdir(docs) if name.endswith(".md"))
 
 
-def run_block(block, server_url, scratch):
-    """(exit code, output) of one block."""
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(harness.BIN) + os.pathsep + env.get("PATH", "")
-    env.pop("TRAINYARD_TOKEN", None)
-    prelude = "set -eo pipefail\n"
-    if block.starts_a_server():
-        env.pop("TRAINYARD_SERVER", None)
-        home = tempfile.mkdtemp(prefix="home-", dir=scratch)
-        # As a user's home usually is: others may pass through (a root server's workers, which
-        # run as users of their own, must reach their run directories in the state directory).
-        os.chmod(home, 0o711)
-        env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
-                   XDG_CONFIG_HOME=os.path.join(home, "config"))
-        prelude += "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n"
-    else:
-        env["TRAINYARD_SERVER"] = server_url
-    argv = ["bash", "-c", prelude + block.script()]
-    if block.starts_a_server() and os.geteuid() == 0:
-        # A root server's default state is /var/lib/trainyard: give the block an empty one of
-        # its own, in a mount namespace, so that it neither sees nor leaves state there.
+FILE_TIMEOUT_S = 300
+START_SERVER = """trainyard server --gpus sim:4xH100-80GB >"$HOME/server.log" 2>&1 &
+for _ in $(seq 100); do trainyard ls >/dev/null 2>&1 && break; sleep 0.2; done
+"""
+
+
+def file_script(blocks):
+    """One bash script for the runnable blocks of one file; `@@ where` lines mark each block."""
+    # curl -s exits 0 on an HTTP error: the docs' curl calls must get a 2xx to pass.
+    out = ["set -eo pipefail", "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT",
+           'curl() { command curl --fail-with-body "$@"; }']
+    if not any(b.starts_a_server() for b in blocks):
+        out.append(START_SERVER)
+    for b in blocks:
+        out += [f"printf '\\n@@ %s\\n' '{b.where()}'", "{", b.script().rstrip("\n"), "}"]
+    return "\n".join(out) + "\n"
+
+
+def run_file(blocks, scratch):
+    """(exit code, output, the block that was running) for one file's blocks."""
+    home = tempfile.mkdtemp(prefix="home-", dir=scratch)
+    # As a user's home usually is: others may pass through (a root server's workers, which run as
+    # users of their own, must reach their run directories in the state directory).
+    os.chmod(home, 0o711)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINYARD_")}
+    env.update(PATH=os.path.dirname(harness.BIN) + os.pathsep + env.get("PATH", ""), HOME=home,
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"),
+               XDG_CONFIG_HOME=os.path.join(home, ".config"))
+    argv = ["bash", "-c", file_script(blocks)]
+    if os.geteuid() == 0:
+        # A root server's default state is /var/lib/trainyard: give the file an empty one of its
+        # own, in a mount namespace, so that it neither sees nor leaves state there.
         argv = ["unshare", "--mount", "--propagation", "private", "bash", "-c",
                 "mkdir -p /var/lib/trainyard && mount -t tmpfs -o mode=0711 tmpfs "
                 "/var/lib/trainyard && exec \"$@\"", "-"] + argv
     try:
-        r = subprocess.run(argv, cwd=REPO, env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=BLOCK_TIMEOUT_S)
-        return r.returncode, r.stdout + r.stderr
+        r = subprocess.run(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=FILE_TIMEOUT_S)
+        code, out = r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (
-            e.stdout or "")
-        return 124, out + f"\n(timed out after {BLOCK_TIMEOUT_S} s)"
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        code, out = 124, out + f"\n(timed out after {FILE_TIMEOUT_S} s)"
+    marks = re.findall(r"^@@ (.*)$", out, re.M)
+    return code, out, marks[-1] if marks else "(before the first block)"
 
 
 class Extraction(unittest.TestCase):
@@ -112,16 +123,18 @@ class Extraction(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             md = os.path.join(d, "x.md")
             with open(md, "w") as f:
-                f.write("text\n\n" + MARKER + "\n```console\n$ true\nsome output\n$ echo a \\\n"
-                        "  b\n```\n\n```sh\nnot marked\n```\n" + MARKER + "\n```sh\ntrue\nfalse\n"
-                        "echo never\n```\n")
+                f.write("text\n\n" + MARKER + "\n```console\n$ export A=1\nsome output\n$ echo a \\\n"
+                        "  b\n```\n\n```sh\nnot marked\n```\n" + MARKER + "\n```sh\ntest $A = 1\n"
+                        "false\necho never\n```\n")
             blocks = runnable_blocks(md)
             self.assertEqual([b.line for b in blocks], [4, 15])
-            self.assertEqual(blocks[0].script(), "true\necho a \\\n  b\n")
-            self.assertEqual(run_block(blocks[0], "", d)[0], 0)
-            code, out = run_block(blocks[1], "", d)
-            self.assertNotEqual(code, 0)
-            self.assertNotIn("never", out)
+            self.assertEqual(blocks[0].script(), "export A=1\necho a \\\n  b\n")
+            # Without the server the script would start: these blocks need none.
+            script = file_script(blocks).replace(START_SERVER, "")
+            r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertNotIn("never", r.stdout)
+            self.assertEqual(re.findall(r"^@@ (.*)$", r.stdout, re.M)[-1], blocks[1].where())
 
     def test_a_block_that_starts_a_server_is_recognized(self):
         self.assertTrue(Block("f", 1, "sh", ["trainyard server --gpus sim:1xL4 &"]).starts_a_server())
@@ -130,26 +143,22 @@ class Extraction(unittest.TestCase):
 
 class DocCommands(unittest.TestCase):
     def test_every_runnable_block_succeeds(self):
-        files = [(path, runnable_blocks(path)) for path in doc_files()]
-        total = sum(len(blocks) for _, blocks in files)
+        files = [blocks for blocks in map(runnable_blocks, doc_files()) if blocks]
+        total = sum(len(blocks) for blocks in files)
         # The markers are what make this test check anything: losing them must not pass quietly.
         self.assertGreaterEqual(total, 1, "fewer runnable blocks than expected in the docs")
         failures = []
         with tempfile.TemporaryDirectory(prefix="ty-docs-") as scratch:
             os.chmod(scratch, 0o711)
-            for path, blocks in files:
-                if not blocks:
-                    continue
-                server = harness.Server(gpus="sim:4xH100-80GB").start()
-                try:
-                    for block in blocks:
-                        code, out = run_block(block, server.url, scratch)
-                        print(f"{block.where()}: exit {code}", flush=True)
-                        if code != 0:
-                            failures.append(f"{block.where()}: exit {code}\n{block.script()}"
-                                            f"--- output ---\n{out[-3000:]}")
-                finally:
-                    server.stop()
+            for blocks in files:
+                code, out, where = run_file(blocks, scratch)
+                print(f"{os.path.relpath(blocks[0].path, REPO)}: {len(blocks)} block(s), exit {code}",
+                      flush=True)
+                if code != 0:
+                    block = next(b for b in blocks if b.where() == where) if where.startswith(
+                        os.path.relpath(blocks[0].path, REPO)) else None
+                    failures.append(f"{where}: exit {code}\n{block.script() if block else ''}"
+                                    f"--- output ---\n{out[-3000:]}")
         self.assertFalse(failures, "\n\n".join(failures))
 
 
