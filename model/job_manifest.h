@@ -74,14 +74,14 @@ util::Result<JobManifest> parse_stored_job_manifest(std::string_view text, std::
 // (size, encoding, syntax, a second document) and for messages about anything else.
 std::string job_spec_error_field(std::string_view message);
 
-// Canonical JSON text of `m`, in the same Kubernetes shape; parse_stored_job_manifest() (and
-// parse_job_manifest(), when it is at most 1 MiB) reads it back to an equal manifest.
-std::string job_manifest_to_json(const JobManifest& m);
 // `st` with "<file>:<line>: " in front when its message names a field of the spec `text` (as the
 // server's checks after parsing write: "<path>: <problem>") and that field, or its nearest
 // ancestor, is found in `text`; `st` unchanged otherwise (already located, or no field).
 util::Status locate_spec_error(util::Status st, std::string_view text, std::string_view file);
 
+// Canonical JSON text of `m`, in the same Kubernetes shape; parse_stored_job_manifest() (and
+// parse_job_manifest(), when it is at most 1 MiB) reads it back to an equal manifest.
+std::string job_manifest_to_json(const JobManifest& m);
 // JSON text with the characters a YAML reader treats as line breaks or a byte-order mark (U+0085,
 // U+2028, U+2029, U+FEFF) written as \u escapes, so that a YAML reader returns the same strings.
 std::string escape_yaml_line_breaks(std::string json);

@@ -71,18 +71,38 @@ std::string idempotency_scope(const Principal& who) {
   return who.admin ? std::string("admin") : "team:" + who.team;
 }
 
+// Puts a non-admin token's team on `m` (a spec without one) and refuses another team's.
+util::Status check_team(model::JobManifest& m, const Principal& who) {
+  if (who.admin) return util::Status::ok();
+  if (m.spec.team == "default") m.spec.team = who.team;
+  if (m.spec.team != who.team)
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("spec.team: a token of team '{}' cannot submit jobs for "
+                                    "team '{}'",
+                                    who.team, m.spec.team));
+  // A token stored by an older version may carry a team the spec parser refuses; the stored
+  // spec must read back, so such a token cannot submit.
+  if (auto st = model::check_team_name(m.spec.team); !st.is_ok())
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("spec.team: this token's team is not valid ({}); ask an "
+                                    "admin for a new token",
+                                    st.message()));
+  return util::Status::ok();
+}
+
 }  // namespace
 
 util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
     const model::JobManifest& m, const std::string& team) {
   std::vector<util::JobId> out;
-  for (const auto& dep : m.depends_on) {
+  for (size_t dep_idx = 0; dep_idx < m.depends_on.size(); ++dep_idx) {
+    const std::string& dep = m.depends_on[dep_idx];
     int64_t id = 0;
     if (parse_id(dep, id)) {
       auto rec = load_record(util::JobId(id));
       if (!rec.is_ok() || rec->team != team)
         return util::invalid_argument(
-            fmt::format("spec.dependsOn: no job with id {} in team '{}'", id, team));
+            fmt::format("spec.dependsOn[{}]: no job with id {} in team '{}'", dep_idx, id, team));
       out.emplace_back(id);
       continue;
     }
@@ -100,8 +120,8 @@ util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
     }
     if (!found)
       return util::invalid_argument(fmt::format(
-          "spec.dependsOn: no job named '{}' in team '{}'; submit it first or give its id", dep,
-          team));
+          "spec.dependsOn[{}]: no job named '{}' in team '{}'; submit it first or give its id",
+          dep_idx, dep, team));
     out.push_back(*found);
   }
   return out;
@@ -158,25 +178,16 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
   }
 
   TY_ASSIGN_OR_RETURN(model::JobManifest m, model::parse_job_manifest(body, file));
-  if (!who.admin) {
-    if (m.spec.team == "default") m.spec.team = who.team;
-    if (m.spec.team != who.team)
-      return util::Status(util::StatusCode::PermissionDenied,
-                          fmt::format("spec.team: a token of team '{}' cannot submit jobs for "
-                                      "team '{}'",
-                                      who.team, m.spec.team));
-    // A token stored by an older version may carry a team the spec parser refuses; the stored
-    // spec must read back, so such a token cannot submit.
-    if (auto st = model::check_team_name(m.spec.team); !st.is_ok())
-      return util::Status(util::StatusCode::PermissionDenied,
-                          fmt::format("spec.team: this token's team is not valid ({}); ask an "
-                                      "admin for a new token",
-                                      st.message()));
-  }
-  TY_RETURN_IF_ERROR(check_fits_somewhere(m.spec));
-  TY_ASSIGN_OR_RETURN(auto deps, resolve_dependencies(m, m.spec.team));
+  // The checks below name a field; their errors then point at its line, as the parser's do.
+  auto located = [&](util::Status st) {
+    return model::locate_spec_error(std::move(st), body, file);
+  };
+  if (auto st = check_team(m, who); !st.is_ok()) return located(std::move(st));
+  if (auto st = check_fits_somewhere(m.spec); !st.is_ok()) return located(std::move(st));
+  auto deps = resolve_dependencies(m, m.spec.team);
+  if (!deps.is_ok()) return located(deps.status());
   m.depends_on.clear();
-  for (auto d : deps) m.depends_on.push_back(std::to_string(d.value()));
+  for (auto d : *deps) m.depends_on.push_back(std::to_string(d.value()));
 
   const util::Time now = clock_.now();
   // One job, or one per index of an array (server/job_arrays.h).
@@ -210,7 +221,7 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
       teams_seen_.insert(rec.team);
       nlohmann::json j;
       if (!cancel_before_insert_.erase(rec.id)) {
-        ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = deps};
+        ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = *deps};
         job.wait_reason = "not yet examined by the scheduler";
         auto [it, inserted] = active_.emplace(rec.id, std::move(job));
         j = job_json(&it->second, it->second.rec);
