@@ -238,6 +238,30 @@ class KubectlHabits(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("--for", r.stdout)
         self.assertIn("--timeout", r.stdout)
+        # The completer itself, with compadd and _describe standing in for zsh's completion
+        # system: they print the candidates they are given.
+        jid = self.s.run("--name", "zsh-job", "--", "true")
+
+        def zsh_complete(*words):
+            words = ["trainyard"] + list(words)
+            prog = ('compdef() { :; }\n'
+                    'compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -rl -- "$@"; }\n'
+                    '_describe() { print -rl -- "${(@P)4}"; }\n'
+                    'source "$1"\n'
+                    f'words=({" ".join(repr(w) for w in words)})\n'
+                    f'CURRENT={len(words)}\n'
+                    'words[1]="$2"\n_trainyard\n')
+            out = subprocess.run(["zsh", "-f", "-c", prog, "zsh", script, harness.BIN], env=env,
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return out.stdout.split("\n")
+
+        self.assertIn("wait:Wait until jobs reach a state\\: wait JOB... --for state=succeeded "
+                      "--timeout 10m", zsh_complete(""))
+        self.assertIn("--watch", zsh_complete("ls", "--"))
+        self.assertEqual([w for w in zsh_complete("ls", "-o", "") if w],
+                         ["wide", "json", "yaml", "name"])
+        self.assertIn(str(jid), zsh_complete("logs", ""))
 
 
 if __name__ == "__main__":
