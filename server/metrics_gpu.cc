@@ -87,6 +87,9 @@ constexpr GpuFamily kGpuFamilies[] = {
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
      "Current clock throttle reasons (bitmask of NVML's clocks-event reasons).",
      [](const GpuSample& s) { return num(s.throttle_reasons); }},
+    // Not among dcgm-exporter's defaults, but its DCGM name: alert rules compare GPU_TEMP to it.
+    {"DCGM_FI_DEV_SLOWDOWN_TEMP", "gauge", "Slowdown temperature threshold (in C).",
+     [](const GpuSample& s) { return s.slowdown_temperature_c; }},
     {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
      [](const GpuSample& s) { return s.memory_temperature_c; }},
     {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",

@@ -144,6 +144,7 @@ TEST(GpuMetrics, DcgmDefaultFieldsHaveTheirTypesAndUnits) {
   s.gr_engine_active_percent = 95;
   s.sm_active_percent = 80;
   s.memory_temperature_c = 71;
+  s.slowdown_temperature_c = 87;
   s.energy_mj = 123456789;
   s.pcie_replay_count = 3;
   s.violation_power_us = 1;
@@ -166,6 +167,7 @@ TEST(GpuMetrics, DcgmDefaultFieldsHaveTheirTypesAndUnits) {
   EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), 0.95);
   EXPECT_DOUBLE_EQ(line_value(text, "DCGM_FI_PROF_SM_ACTIVE"), 0.80);
   EXPECT_EQ(line_value(text, "DCGM_FI_DEV_MEMORY_TEMP"), 71);
+  EXPECT_EQ(line_value(text, "DCGM_FI_DEV_SLOWDOWN_TEMP"), 87);
   EXPECT_EQ(line_value(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 123456789);
   EXPECT_EQ(line_value(text, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"), 3);
   EXPECT_EQ(line_value(text, "DCGM_FI_DEV_POWER_VIOLATION"), 1);
