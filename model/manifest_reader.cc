@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "model/label_selector.h"
+
 namespace trainyard::model::internal {
 namespace {
 
 constexpr size_t kMaxShownChars = 60;
-constexpr size_t kMaxLabelName = 63;
-constexpr size_t kMaxLabelPrefix = 253;
 
 std::string join_path(std::string_view parent, std::string_view name) {
   return parent.empty() ? std::string(name) : fmt::format("{}.{}", parent, name);
@@ -36,32 +36,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
-}
-
-bool is_alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
-// [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63 characters.
-bool is_label_name(std::string_view s) {
-  if (s.empty() || s.size() > kMaxLabelName || !is_alnum(s.front()) || !is_alnum(s.back()))
-    return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// An optional DNS-subdomain prefix and "/", then a label name (Kubernetes label keys).
-bool is_label_key(std::string_view key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string_view::npos) return is_label_name(key);
-  const std::string_view prefix = key.substr(0, slash);
-  const bool prefix_ok = !prefix.empty() && prefix.size() <= kMaxLabelPrefix &&
-                         is_alnum(prefix.front()) && is_alnum(prefix.back()) &&
-                         std::all_of(prefix.begin(), prefix.end(), [](char c) {
-                           return (is_alnum(c) && !std::isupper(static_cast<unsigned char>(c))) ||
-                                  c == '-' || c == '.';
-                         });
-  return prefix_ok && is_label_name(key.substr(slash + 1));
 }
 
 }  // namespace
@@ -270,7 +244,7 @@ util::Result<std::vector<std::string>> ManifestReader::string_list(const Field& 
 
 util::Status ManifestReader::label(const Field& parent, const Field& entry, Labels& out) const {
   const std::string& key = entry.key.Scalar();
-  if (!is_label_key(key)) {
+  if (!is_valid_label_key(key)) {
     return error_at(entry.key, fmt::format("{}: \"{}\" is not a valid label key (an optional DNS "
                                            "prefix and \"/\", then a name of up to 63 letters, "
                                            "digits, \"-\", \"_\" or \".\")",
@@ -280,7 +254,7 @@ util::Status ManifestReader::label(const Field& parent, const Field& entry, Labe
   if (!entry.value.IsNull()) {
     TY_ASSIGN_OR_RETURN(value, string(entry));
   }
-  if (!value.empty() && !is_label_name(value)) {
+  if (!is_valid_label_value(value)) {
     return invalid(entry,
                    "a label value: up to 63 letters, digits, \"-\", \"_\" or \".\", "
                    "starting and ending with a letter or digit");
