@@ -447,6 +447,19 @@ class Telemetry(unittest.TestCase):
             self.assertIn(f'device="nvidia{self.gpu}"', line)
             self.assertIn("Hostname=", line)
             self.assertIn("hostname=", line)
+        # dcgm-exporter's defaults: XID 0 when none (not absent), the profiling activities as
+        # 0..1 ratios (simulated H100s have GPM), energy and violation counters.
+        def value(family):
+            line = [l for l in gpu_lines if l.startswith(family + "{")]
+            self.assertEqual(len(line), 1, family)
+            return float(line[0].rsplit(" ", 1)[1])
+        self.assertEqual(value("DCGM_FI_DEV_XID_ERRORS"), 0)
+        tensor = value("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+        self.assertTrue(0 <= tensor <= value("DCGM_FI_PROF_SM_ACTIVE") <= 1, tensor)
+        self.assertGreaterEqual(value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 0)
+        self.assertGreaterEqual(value("DCGM_FI_DEV_THERMAL_VIOLATION"), 0)
+        self.assertIn("# TYPE DCGM_FI_DEV_POWER_VIOLATION counter\n", text)
+        self.assertIn("# TYPE DCGM_FI_PROF_DRAM_ACTIVE gauge\n", text)
         others = [l for l in text.splitlines() if l.startswith("DCGM_") and self.device not in l]
         self.assertTrue(others)
         self.assertFalse(any("hpc_job=" in l for l in others), others[:3])
