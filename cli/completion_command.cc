@@ -99,6 +99,7 @@ _trainyard_job_ids() {{
 }}
 _trainyard_verbs='{}'
 _trainyard_job_verbs=' {} '
+_trainyard_states='pending admitted placed running preempting succeeded failed cancelled'
 )SH",
       verb_case(verbs, [](const Verb& v) { return v.options; }),
       verb_case(verbs, [](const Verb& v) { return v.valued; }),
@@ -127,6 +128,8 @@ constexpr const char* kBashMain = R"SH(_trainyard() {
     *" $prev "*)
       case "$prev" in
         -o|--output) COMPREPLY=($(compgen -W "wide json yaml name" -- "$cur")) ;;
+        --state) COMPREPLY=($(compgen -W "$_trainyard_states" -- "$cur")) ;;
+        --for) COMPREPLY=($(compgen -W "$(printf 'state=%s ' $_trainyard_states)" -- "$cur")) ;;
         *) COMPREPLY=() ;;
       esac
       return 0 ;;
@@ -168,6 +171,8 @@ constexpr const char* kZshMain = R"SH(_trainyard() {
   if [[ " $(_trainyard_valued "$verb") " == *" $prev "* ]]; then
     case "$prev" in
       -o|--output) compadd -- wide json yaml name ;;
+      --state) compadd -- ${=_trainyard_states} ;;
+      --for) compadd -- ${${=_trainyard_states}/#/state=} ;;
       *) _files ;;
     esac
     return

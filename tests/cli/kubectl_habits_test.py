@@ -211,6 +211,9 @@ class KubectlHabits(unittest.TestCase):
         self.assertEqual(self.bash_complete(script, "logs", "--t"), ["--tail"])
         self.assertEqual(self.bash_complete(script, "ls", "-o", "ya"), ["yaml"])
         self.assertEqual(self.bash_complete(script, "token", "cr"), ["create"])
+        self.assertEqual(self.bash_complete(script, "wait", "1", "--for", "state=s"),
+                         ["state=succeeded"])
+        self.assertEqual(self.bash_complete(script, "ls", "--state", "r"), ["running"])
         jid = self.s.run("--name", "complete-me", "--", "true")
         self.assertIn(str(jid), self.bash_complete(script, "logs", ""))
         self.assertIn(str(jid), self.bash_complete(script, "wait", str(jid)[:1]))
@@ -262,6 +265,7 @@ class KubectlHabits(unittest.TestCase):
         self.assertEqual([w for w in zsh_complete("ls", "-o", "") if w],
                          ["wide", "json", "yaml", "name"])
         self.assertIn(str(jid), zsh_complete("logs", ""))
+        self.assertIn("state=failed", zsh_complete("wait", "1", "--for", ""))
 
 
 if __name__ == "__main__":
