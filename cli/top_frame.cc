@@ -104,7 +104,18 @@ std::vector<std::string> device_row(const json& d, const TopView& view) {
 
 std::string command_cell(const json& p) {
   if (!p.contains("command") || !p["command"].is_string()) return "-";
-  std::string c = p["command"].get<std::string>();
+  // One line, and no terminal control sequences from a process's own argv: every control
+  // character (newlines of a `sh -c` script, ESC) becomes a space, runs of spaces one.
+  std::string c;
+  for (char ch : p["command"].get<std::string>()) {
+    const bool control = static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    if (control || ch == ' ') {
+      if (!c.empty() && c.back() != ' ') c += ' ';
+    } else {
+      c += ch;
+    }
+  }
+  while (!c.empty() && c.back() == ' ') c.pop_back();
   if (c.size() > kMaxCommand) c = c.substr(0, kMaxCommand - 3) + "...";
   return c.empty() ? "-" : c;
 }
