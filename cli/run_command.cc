@@ -8,9 +8,9 @@
 #include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
-#include "model/label_selector.h"
 #include "cli/time_limit_option.h"
 #include "model/job_array.h"
+#include "model/label_selector.h"
 
 namespace trainyard::cli {
 namespace {
