@@ -28,21 +28,30 @@ std::optional<double> as_double(std::optional<uint64_t> v) {
 
 bool same_load(const telemetry::SyntheticLoad& a, const telemetry::SyntheticLoad& b) {
   return a.job_id == b.job_id && a.profile == b.profile && a.start_ms == b.start_ms &&
-         a.pids == b.pids && a.data_wait_fraction == b.data_wait_fraction;
+         a.pids == b.pids && a.data_wait_fraction == b.data_wait_fraction && a.dtype == b.dtype;
 }
 
-// The share of a step spent waiting for input, from the job's last metrics line.
-std::optional<double> data_wait_fraction(const std::string& metrics_file) {
+// What the job's last metrics line says about its load: the share of a step spent waiting for
+// input, and the dtype it trains in ("" when it does not say).
+struct StepFacts {
+  std::optional<double> data_wait_fraction;
+  std::string dtype;
+};
+
+StepFacts step_facts(const std::string& metrics_file) {
   const auto tail = exec::read_metrics_tail(metrics_file);
-  if (!tail || !tail->last.is_object()) return std::nullopt;
+  if (!tail || !tail->last.is_object()) return {};
   const auto& last = tail->last;
+  StepFacts facts;
+  if (last.contains("dtype") && last["dtype"].is_string())
+    facts.dtype = last["dtype"].get<std::string>();
   if (!last.contains("data_wait_s") || !last.contains("step_time_s") ||
       !last["data_wait_s"].is_number() || !last["step_time_s"].is_number())
-    return std::nullopt;
+    return facts;
   const double step = last["step_time_s"].get<double>();
   const double wait = last["data_wait_s"].get<double>();
-  if (!(step > 0) || !(wait >= 0)) return std::nullopt;
-  return std::min(1.0, wait / step);
+  if (step > 0 && wait >= 0) facts.data_wait_fraction = std::min(1.0, wait / step);
+  return facts;
 }
 
 }  // namespace
@@ -257,6 +266,7 @@ void TelemetryRecorder::set_placements(TelemetryPlacements placements) {
       continue;
     }
     data_wait_.erase(it->first);  // the job left the device: its input stalls went with it
+    dtype_.erase(it->first);
     if (now != placements_.loads.end()) {
       ++it;  // another job took the device; its load is set below
       continue;
@@ -267,6 +277,7 @@ void TelemetryRecorder::set_placements(TelemetryPlacements placements) {
   for (auto& [uuid, load] : placements_.loads) {
     if (auto dw = data_wait_.find(uuid); dw != data_wait_.end())
       load.data_wait_fraction = dw->second;
+    if (auto dt = dtype_.find(uuid); dt != dtype_.end()) load.dtype = dt->second;
     auto applied = applied_loads_.find(uuid);
     if (applied != applied_loads_.end() && same_load(applied->second, load)) continue;
     apply_load(uuid, load);
@@ -280,16 +291,19 @@ void TelemetryRecorder::refresh_data_wait() {
     std::lock_guard lock(mu_);
     files = placements_.metrics_files;
   }
-  std::map<std::string, double> found;
+  std::map<std::string, StepFacts> found;
   for (const auto& [uuid, file] : files) {
-    if (auto f = data_wait_fraction(file)) found[uuid] = *f;
+    StepFacts facts = step_facts(file);
+    if (facts.data_wait_fraction || !facts.dtype.empty()) found[uuid] = std::move(facts);
   }
   std::lock_guard lock(mu_);
-  for (const auto& [uuid, fraction] : found) {
-    data_wait_[uuid] = fraction;
+  for (const auto& [uuid, facts] : found) {
+    if (facts.data_wait_fraction) data_wait_[uuid] = *facts.data_wait_fraction;
+    if (!facts.dtype.empty()) dtype_[uuid] = facts.dtype;
     auto load = placements_.loads.find(uuid);
     if (load == placements_.loads.end()) continue;
-    load->second.data_wait_fraction = fraction;
+    if (facts.data_wait_fraction) load->second.data_wait_fraction = facts.data_wait_fraction;
+    if (!facts.dtype.empty()) load->second.dtype = facts.dtype;
     auto applied = applied_loads_.find(uuid);
     if (applied != applied_loads_.end() && same_load(applied->second, load->second)) continue;
     apply_load(uuid, load->second);

@@ -41,8 +41,9 @@ struct TelemetryPlacements {
   // MIG device uuid -> its GPU's uuid. A job on a MIG device the sampler does not report (no
   // such instance, as on simulated GPUs) is attributed to the GPU instead.
   std::map<std::string, std::string> parent_of;
-  // Devices running a job, for synthetic samplers (data_wait_fraction is filled in here, from
-  // the job's step metrics), and where that job's worker on the device writes its metrics.
+  // Devices running a job, for synthetic samplers (data_wait_fraction and dtype are filled in
+  // here, from the job's step metrics), and where that job's worker on the device writes its
+  // metrics.
   std::map<std::string, telemetry::SyntheticLoad> loads;
   std::map<std::string, std::string> metrics_files;
 };
@@ -82,7 +83,7 @@ class TelemetryRecorder {
   void stop();
 
   // One round: sample, attribute, keep, and when a minute has closed, write it. Also refreshes
-  // the synthetic loads' data_wait_fraction from the jobs' metrics files every 10 s.
+  // the synthetic loads' data_wait_fraction and dtype from the jobs' metrics files every 10 s.
   util::Status record_once(int64_t now_ms);
   // Writes the open minute now (stop() and tests).
   util::Status flush();
@@ -125,6 +126,7 @@ class TelemetryRecorder {
   TelemetryPlacements placements_;                                     // guarded by mu_
   std::map<std::string, telemetry::SyntheticLoad> applied_loads_;      // guarded by mu_
   std::map<std::string, double> data_wait_;                            // guarded by mu_
+  std::map<std::string, std::string> dtype_;                           // guarded by mu_
   std::vector<std::string> order_;                                     // guarded by mu_
   std::map<std::string, std::deque<AttributedSample>> ring_;           // guarded by mu_
   int64_t open_minute_ms_ = -1;                                        // guarded by mu_

@@ -31,6 +31,9 @@ struct SyntheticLoad {
   std::vector<int> pids;  // reported as the device's processes
   // From the job's step metrics when it reports them: the share of a step spent waiting on data.
   std::optional<double> data_wait_fraction;
+  // From the job's step metrics when it reports it: the dtype it trains in ("bf16", "fp32"). An
+  // fp32 job leaves the tensor cores idle, like the "fp32" profile.
+  std::string dtype;
 };
 
 class GpuSampler {

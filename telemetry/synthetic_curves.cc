@@ -5,7 +5,9 @@
 #include "telemetry/synthetic_curves.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -160,6 +162,13 @@ Shape held_idle(const Jitter& j, double job, double elapsed_s) {
   return {.memory_share = 0.15 + 0.10 * job, .temperature_c = warm(elapsed_s, 40) + 0.5 * j(kTemp)};
 }
 
+bool is_fp32(std::string dtype) {
+  std::transform(dtype.begin(), dtype.end(), dtype.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return dtype == "fp32" || dtype == "float32" || dtype == "torch.float32" || dtype == "float" ||
+         dtype == "f32";
+}
+
 Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter& j,
                int64_t now_ms) {
   if (!load) return {.temperature_c = kIdleTempC + 0.5 * j(kTemp)};
@@ -179,13 +188,15 @@ Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter&
   if (p == model::kSimProfileMemoryLeak) {  // no jitter: a leak only grows
     s.memory_share = kLeakStartShare +
                      (kLeakEndShare - kLeakStartShare) * std::min(1.0, elapsed_s / kLeakDurationS);
-  } else if (p == model::kSimProfileFp32) {  // fp32 matmuls run on the FMA pipes, not tensor
-    s.tensor_share = 0.002 * (1 + j(kTensor));
   } else if (p == model::kSimProfileOverheating) {
     s.temperature_c =
         std::min(kMaxOverheatC, warm(elapsed_s, 68) + kHeatingCPerMin * elapsed_s / 60) +
         0.3 * j(kTemp);
   }
+  // Training in fp32 (the profile, or the dtype the job reports) runs its matmuls on the FMA
+  // pipes: the tensor cores stay idle whatever the rest of the profile does.
+  if (p == model::kSimProfileFp32 || is_fp32(load->dtype))
+    s.tensor_share = 0.002 * (1 + j(kTensor));
   // Measured data waits override the profile: the GPU computes only while it is not waiting.
   if (load->data_wait_fraction) {
     double busy = 1 - std::clamp(*load->data_wait_fraction, 0.0, 1.0);

@@ -220,6 +220,30 @@ TEST_F(TelemetryRecorderTest, FeedsTheDataWaitShareFromTheJobsStepMetrics) {
   EXPECT_DOUBLE_EQ(*sampler_.loads[1].second->data_wait_fraction, 0.4);
 }
 
+TEST_F(TelemetryRecorderTest, FeedsTheDtypeFromTheJobsStepMetricsEvenWithoutDataWaits) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("ty-metrics-dtype-" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::ofstream out(file);
+    out << R"({"step": 10, "step_time_s": 0.5, "dtype": "fp32"})"
+        << "\n";
+  }
+  TelemetryRecorder r = make();
+  TelemetryPlacements p;
+  p.loads["GPU-0"] = {.job_id = "7", .pids = {500}};
+  p.metrics_files["GPU-0"] = file.string();
+  r.set_placements(p);
+  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  std::filesystem::remove(file);
+  ASSERT_EQ(sampler_.loads.size(), 2u);
+  ASSERT_TRUE(sampler_.loads[1].second.has_value());
+  EXPECT_EQ(sampler_.loads[1].second->dtype, "fp32");
+  EXPECT_FALSE(sampler_.loads[1].second->data_wait_fraction.has_value());
+  // Placements set again (the next reconcile) keep what the metrics said.
+  r.set_placements(p);
+  EXPECT_EQ(sampler_.loads.size(), 2u);  // unchanged load: not applied again
+}
+
 TEST_F(TelemetryRecorderTest, SamplerFailureIsAnErrorAndKeepsTheLastReading) {
   TelemetryRecorder r = make();
   ASSERT_TRUE(r.record_once(kMinute0).is_ok());

@@ -207,10 +207,13 @@ TEST(SyntheticSampler, UnderfilledUsesLittleMemoryAndCompute) {
 }
 
 TEST(SyntheticSampler, TensorActivityFollowsSmActivityAndTheJobsPrecision) {
-  auto sampler = sim("sim:2xH100-80GB");
+  auto sampler = sim("sim:3xH100-80GB");
   ASSERT_TRUE(sampler);
   sampler->set_synthetic_load(kGpu0, job("healthy"));
   sampler->set_synthetic_load("GPU-sim-1-H100-80GB", job("fp32"));
+  SyntheticLoad reports_fp32 = job("overheating");  // the dtype its step metrics report
+  reports_fp32.dtype = "float32";
+  sampler->set_synthetic_load("GPU-sim-2-H100-80GB", reports_fp32);
   for (int64_t t = 0; t <= 5 * kMinute; t += 13 * kSecond) {
     auto samples = sampler->sample(kStartMs + t);
     ASSERT_TRUE(samples.is_ok());
@@ -223,6 +226,7 @@ TEST(SyntheticSampler, TensorActivityFollowsSmActivityAndTheJobsPrecision) {
     EXPECT_GT(mixed.dram_active_percent.value_or(0), 25);
     EXPECT_GE(fp32.gpu_util_percent.value_or(0), 90);        // as busy...
     EXPECT_LT(fp32.tensor_active_percent.value_or(100), 1);  // ...without tensor cores
+    EXPECT_LT((*samples)[2].tensor_active_percent.value_or(100), 1);
   }
   auto a100 = sim("sim:1xA100-80GB");
   ASSERT_TRUE(a100);
