@@ -397,7 +397,8 @@ class Robustness(unittest.TestCase):
             ("GET", "/api/v1/jobs/%ff%fe/logs", 404),
             ("GET", "/%C0%80/x", 404),
             ("PUT", "/api/v1/jobs", 404),
-            ("PATCH", "/api/v1/jobs/1", 404),
+            ("PATCH", "/api/v1/jobs/1", 400),  # the update route: a body that is not JSON
+            ("PUT", "/api/v1/jobs/1", 404),
             ("GET", "/api/v1/jobs?limit=%ff", 400),
             ("GET", "/api/v1/jobs?state=%00", 400),
             ("GET", "/api/v1/jobs?limit=99999999999999999999999", 400),
