@@ -10,6 +10,7 @@
 #include "model/job_state.h"
 #include "server/http_api.h"
 #include "server/peer_uid.h"
+#include "server/ui_routes.h"
 #include "util/time_text.h"
 
 namespace trainyard::server {
@@ -160,6 +161,8 @@ void HttpApi::routes() {
   };
 
   get("/healthz", [](const Request&, Response& res) { reply(res, 200, json{{"status", "ok"}}); });
+  // The web UI's files (GET /, GET /ui/...): no authentication, they carry no data.
+  add_ui_routes(router_);
   // No authentication, like /healthz: Prometheus scrapes without a token (see docs/metrics.md).
   get("/metrics", [this](const Request&, Response& res) {
     res.body = plane_.metrics_text();

@@ -1,0 +1,48 @@
+// Time-series charts for every page (and the simulator's report): a thin layer over uPlot that
+// sizes the chart to its container, labels axes with units and keeps colours consistent.
+// lineChart(el, {series: [{label, unit}], height}) -> {setData([[unixSeconds...], [y...], ...]),
+// destroy()}.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+// Distinguishable for colour-blind readers (Okabe-Ito), dark enough on white.
+export const COLORS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#000000'];
+
+export function lineChart(el, { series, height = 220, yMin = 0, yMax = null, title = null }) {
+  const unit = series[0]?.unit || '';
+  const opts = {
+    width: Math.max(200, el.clientWidth || 600),
+    height,
+    title: title || undefined,
+    // x values are Unix seconds; uPlot shows them in the reader's time zone.
+    series: [{}, ...series.map((s, i) => ({
+      label: s.label,
+      stroke: s.color || COLORS[i % COLORS.length],
+      width: 2,
+      value: (_, v) => (v === null || v === undefined ? '—' : `${+v.toFixed(2)} ${s.unit || unit}`),
+    }))],
+    axes: [
+      { stroke: '#222', grid: { stroke: '#e3e3e3' } },
+      { stroke: '#222', grid: { stroke: '#e3e3e3' }, label: unit, size: 56,
+        values: (_, ticks) => ticks.map((t) => `${+t.toFixed(2)}`) },
+    ],
+    scales: { y: { range: (_, lo, hi) => [Math.min(yMin, lo), yMax ?? Math.max(hi, yMin + 1)] } },
+    legend: { live: true },
+  };
+  const data = [[], ...series.map(() => [])];
+  const plot = new uPlot(opts, data, el);
+  const resize = new ResizeObserver(() => {
+    const width = Math.max(200, el.clientWidth);
+    if (width !== plot.width) plot.setSize({ width, height });
+  });
+  resize.observe(el);
+  return {
+    setData(columns) {
+      plot.setData(columns);
+    },
+    destroy() {
+      resize.disconnect();
+      plot.destroy();
+    },
+  };
+}
