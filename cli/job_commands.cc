@@ -2,6 +2,7 @@
 // API (cli/client.h) and prints kubectl-like tables, or JSON/YAML with -o.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -79,6 +80,27 @@ int print_jobs(const json& items, const std::string& output) {
   return kExitOk;
 }
 
+// `ls --start`, as `squeue --start`: pending jobs with their estimated start, soonest first
+// (unknown ones last), and why they wait.
+int print_starts(json items, const std::string& output) {
+  auto key = [](const json& j) {
+    const json& at = j.value("estimatedStart", json());
+    return at.is_string() ? at.get<std::string>() : std::string("~");  // unknown sorts last
+  };
+  std::vector<json> jobs(items.begin(), items.end());
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [&](const json& a, const json& b) { return key(a) < key(b); });
+  if (output != "") return print_jobs(json(jobs), output);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& j : jobs) {
+    rows.push_back({cell(j["id"]), cell(j["name"]), cell(j["team"]), gpus_cell(j),
+                    age_of(j["submitted"]), start_cell(j),
+                    j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"])});
+  }
+  std::cout << render_table({"ID", "NAME", "TEAM", "GPUS", "AGE", "START", "REASON"}, rows);
+  return kExitOk;
+}
+
 Runner add_submit(CLI::App& app) {
   struct Opts {
     ClientOptions client;
@@ -140,11 +162,13 @@ Runner add_ls(CLI::App& app) {
     ClientOptions client;
     std::string state, team, name, output, selector;
     int limit = 100;
-    bool watch = false;
+    bool watch = false, start = false;
     int64_t array = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("ls", "List jobs, newest first");
+  cmd->add_flag("--start", o->start,
+                "Pending jobs with their estimated start time, soonest first (squeue --start)");
   cmd->add_option("--state", o->state,
                   "Only jobs in this state: pending, running, succeeded, failed, cancelled, ...");
   cmd->add_option("--team", o->team, "Only jobs of this team");
@@ -161,6 +185,12 @@ Runner add_ls(CLI::App& app) {
   add_client_options(*cmd, o->client);
   return [o] {
     if (auto st = check_list_output(o->output); !st.is_ok()) return report("ls", st);
+    if (o->start && !o->state.empty() && o->state != "pending")
+      return report("ls", util::invalid_argument(fmt::format(
+                              "--start lists pending jobs; leave out --state {}", o->state)));
+    if (o->start && o->watch)
+      return report("ls", util::invalid_argument("--start and --watch do not go together"));
+    if (o->start) o->state = "pending";
     std::string q = fmt::format("/api/v1/jobs?limit={}", o->limit);
     if (!o->state.empty()) q += "&state=" + url_encode(o->state);
     if (!o->team.empty()) q += "&team=" + url_encode(o->team);
@@ -173,6 +203,7 @@ Runner add_ls(CLI::App& app) {
     if (o->watch) return watch_jobs(api, q, o->output);
     auto r = api.get(q);
     if (!r.is_ok()) return report("ls", r.status());
+    if (o->start) return print_starts((*r)["items"], o->output);
     return print_jobs((*r)["items"], o->output);
   };
 }

@@ -121,6 +121,18 @@ class StartEstimates(unittest.TestCase):
         shown = self.s.cli("show", str(self.c)).stdout
         self.assertRegex(shown, r"Starts:\s+\d{4}-\d\d-\d\dT[0-9:]+Z \(in ")
 
+    def test_ls_start_lists_pending_jobs_soonest_first(self):
+        self.estimated(self.c)
+        self.estimated(self.d)
+        lines = self.s.cli("ls", "--start").stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "NAME", "TEAM", "GPUS", "AGE", "START", "REASON"])
+        ids = [line.split()[0] for line in lines[1:]]
+        self.assertEqual(ids, [str(self.c), str(self.d)])  # a known time before an unknown one
+        self.assertEqual(lines[2].split()[5], "unknown")
+        r = self.s.cli("ls", "--start", "--state", "running", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--start lists pending jobs", r.stderr)
+
 
 class EndedPlacement(unittest.TestCase):
     def test_ended_job_keeps_its_placement_across_a_restart(self):
