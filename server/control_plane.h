@@ -175,6 +175,10 @@ class ControlPlane {
   // `include_resolved` the recently resolved ones; a team token sees its team's job and budget
   // alerts and the device alerts.
   nlohmann::json alerts(bool include_resolved, const Principal& who) const;
+  // GET /api/v1/summary (summary_views.cc): the web UI overview's numbers (GPUs in use, free,
+  // allocated but idle; jobs by state; the queue's waits; firing alerts; spend today and the
+  // budgets); a team token gets its team's jobs, queue, alerts, spend and budget.
+  nlohmann::json summary(const Principal& who);
   TelemetryRecorder* telemetry_recorder() { return recorder_.get(); }
 
   // One reconcile cycle: observe workers, finish/stop jobs, plan, preempt, start.

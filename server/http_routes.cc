@@ -316,6 +316,10 @@ void HttpApi::routes() {
       reply(res, 200, plane_.alerts(all == 1, *who));
   });
 
+  get("/api/v1/summary", [this, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) reply(res, 200, plane_.summary(*who));
+  });
+
   post("/api/v1/tokens", [this, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;

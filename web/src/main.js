@@ -42,6 +42,7 @@ function route() {
   if (cleanup) cleanup();
   cleanup = null;
   showError(null);
+  document.getElementById('live').textContent = '';
   replace(main);
   const found = ROUTES.map((r) => ({ r, m: path.match(r.path) })).find((x) => x.m);
   for (const a of document.querySelectorAll('#nav a')) {

@@ -30,7 +30,7 @@ function build() {
     input,
     h('p', { id: 'token-help', class: 'muted' },
       'An admin token (the server writes one to admin.token in its state directory) or a team ',
-      'token from POST /api/v1/tokens. It is kept in this tab only (sessionStorage).'),
+      'token (trainyard token create --team TEAM). It is kept in this tab only (sessionStorage).'),
     h('div', { class: 'buttons' },
       h('button', { type: 'submit', value: 'save', class: 'primary' }, 'Use token'),
       h('button', { type: 'submit', value: 'forget' }, 'Forget token'),

@@ -69,8 +69,8 @@ function spendCard(spend) {
         'aria-label': `${b.team} budget used` }));
   });
   return card('Spend today', 'ov-spend',
-    h('p', { class: 'big' }, h('span', { 'data-field': 'spend.today' }, fmt.usd(spend.todayUsd)),
-      h('span', { class: 'unit' }, ' since '), fmt.time(spend.since)),
+    h('p', { class: 'big' }, h('span', { 'data-field': 'spend.today' }, fmt.usd(spend.todayUsd))),
+    h('p', { class: 'muted' }, 'Since ', fmt.time(spend.since), ' (the UTC day)'),
     budgets.length ? h('ul', { class: 'budgets' }, budgets)
       : h('p', { class: 'muted' }, 'No team has a budget (teams[].budget in the server config).'));
 }
@@ -87,9 +87,12 @@ export function render(root) {
 
   const stop = poll(async () => {
     const [summary, alerts] = await Promise.all([api('/api/v1/summary'), api('/api/v1/alerts')]);
+    // A keyboard user's focus on a link in the cards survives the refresh.
+    const focused = cards.contains(document.activeElement) && document.activeElement.getAttribute('href');
     replace(cards, gpuCard(summary.gpus), jobsCard(summary.jobs), queueCard(summary.queue),
       alertsCard(summary.alerts, alerts.items), spendCard(summary.spend));
     cards.removeAttribute('aria-busy');
+    if (focused) cards.querySelector(`a[href="${focused}"]`)?.focus();
     history[0].push(Date.parse(summary.time) / 1000);
     history[1].push(summary.gpus.inUse);
     history[2].push(summary.gpus.idleAllocated);
