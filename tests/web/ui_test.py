@@ -126,11 +126,6 @@ class UiPages(unittest.TestCase):
             narrow.quit()
 
     def test_assets_are_cached_and_compressed(self):
-        st, _ = self.s.http("GET", "/api/v1/summary")
-        self.assertEqual(st, 200)
-        timing = self.b.driver.execute_script(
-            "return performance.getEntriesByType('resource').filter(e => e.name.includes('/ui/'))"
-            ".map(e => [e.name, e.transferSize, e.decodedBodySize])")
         self.open_overview()
         timing = self.b.driver.execute_script(
             "return performance.getEntriesByType('resource').filter(e => e.name.includes('/ui/'))"
