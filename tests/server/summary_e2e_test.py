@@ -1,10 +1,14 @@
 """GET /api/v1/summary, the web UI overview's numbers, against the real server: counts match the
-jobs submitted, waits grow, and a team token sees only its team. Usage: summary_e2e_test.py
+jobs submitted, waits grow, and a team token sees only its team; and the UI's embedded files
+(GET /, /ui/...: gzip, ETag and 304, security headers). Usage: summary_e2e_test.py
 PATH/TO/trainyard"""
 import os
 import sys
+import gzip
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -80,6 +84,36 @@ class Summary(unittest.TestCase):
     def test_a_bad_token_is_refused(self):
         st, body = self.s.http("GET", "/api/v1/summary", token="ty_" + "0" * 64)
         self.assertEqual(st, 401, body)
+
+
+    def fetch(self, path, **headers):
+        req = urllib.request.Request(self.s.url + path, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def test_ui_files_are_served_without_a_token(self):
+        st, h, body = self.fetch("/")
+        self.assertEqual(st, 200)
+        self.assertEqual(h["Content-Type"], "text/html; charset=utf-8")
+        self.assertIn(b'src="/ui/app.js"', body)
+        self.assertEqual(h["X-Content-Type-Options"], "nosniff")
+        self.assertIn("default-src 'self'", h["Content-Security-Policy"])
+        self.assertNotIn("Content-Encoding", h)
+        st, h, packed = self.fetch("/ui/app.js", **{"Accept-Encoding": "br, gzip;q=0.8"})
+        self.assertEqual((st, h["Content-Encoding"]), (200, "gzip"))
+        self.assertTrue(h["Content-Type"].startswith("text/javascript"))
+        _, _, raw = self.fetch("/ui/app.js", **{"Accept-Encoding": "gzip;q=0"})
+        self.assertEqual(gzip.decompress(packed), raw)
+        self.assertNotEqual(h["ETag"], self.fetch("/ui/app.js")[1]["ETag"])
+        st, h304, body = self.fetch("/ui/app.js", **{"Accept-Encoding": "gzip",
+                                                     "If-None-Match": h["ETag"]})
+        self.assertEqual((st, body), (304, b""))
+        st, _, _ = self.fetch("/ui/app.css", **{"If-None-Match": '"nope"'})
+        self.assertEqual(st, 200)
+        self.assertEqual(self.fetch("/ui/missing.js")[0], 404)
 
 
 if __name__ == "__main__":
