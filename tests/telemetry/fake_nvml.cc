@@ -6,7 +6,8 @@
 // Every value is distinct so a test can tell which call and which unit produced a field.
 // Environment: TY_FAKE_NVML_INIT_ERROR makes init fail, TY_FAKE_NVML_GPU_LOST the device count.
 // Built three ways:
-//   default                  every entry point a current driver has;
+//   default                  every entry point a current driver has (with fake_nvml_fields.cc:
+//                            energy, replays, violations, remapped rows, field values, GPM);
 //   TY_FAKE_NVML_MINIMAL     only the required ones and the older fallbacks;
 //   TY_FAKE_NVML_CC_PROCESS  a 535.43-535.86 driver: _v3 process infos of 32 bytes.
 #include <algorithm>
