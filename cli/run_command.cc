@@ -47,8 +47,8 @@ Runner add_run_command(CLI::App& app) {
     bool not_preemptible = false, quiet = false;
     std::vector<std::string> env, depends_on, command, labels;
     std::string idempotency_key;
-    std::string array;
     std::string time_limit;  // --time
+    std::string array;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd =

@@ -114,6 +114,14 @@ class ControlPlane {
   util::Result<nlohmann::json> submit(std::string_view body, std::string_view file,
                                       const Principal& who, std::string_view idempotency_key = {});
   util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who);
+  // Job controls (job_control.cc). hold: a pending job is not offered to the scheduler until
+  // release; refused for a job that runs or ended. update: {"priorityClass": "high"} for a
+  // pending job, used from the next cycle. cancel_array: every unfinished task of the array
+  // whose first task is `array_id`. Each commits before it returns.
+  util::Result<nlohmann::json> hold(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> release(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> update(util::JobId id, std::string_view body, const Principal& who);
+  util::Result<nlohmann::json> cancel_array(util::JobId array_id, const Principal& who);
   util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
   util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
   // list_jobs() of the jobs whose metadata.labels match `selector` (job_label_queries.cc).
@@ -130,14 +138,6 @@ class ControlPlane {
                                       const LogWindow& window, const Principal& who);
   // This machine's nodes and the fleet's (cloud pools: provisioning, ready, draining), with
   // pool, zone, state and price (cluster_views.cc).
-  // Job controls (job_control.cc). hold: a pending job is not offered to the scheduler until
-  // release; refused for a job that runs or ended. update: {"priorityClass": "high"} for a
-  // pending job, used from the next cycle. cancel_array: every unfinished task of the array
-  // whose first task is `array_id`. Each commits before it returns.
-  util::Result<nlohmann::json> hold(util::JobId id, const Principal& who);
-  util::Result<nlohmann::json> release(util::JobId id, const Principal& who);
-  util::Result<nlohmann::json> update(util::JobId id, std::string_view body, const Principal& who);
-  util::Result<nlohmann::json> cancel_array(util::JobId array_id, const Principal& who);
   nlohmann::json nodes() const;
   nlohmann::json queues(const Principal& who) const;
   // GET /api/v1/cost (cost_views.cc): the ledger's report over [since, until) — ISO 8601 times

@@ -214,6 +214,7 @@ void HttpApi::routes() {
       if (!st.is_ok()) return reply_error(res, st.status(), "state");
       f.state = *st;
     }
+    if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return;
     f.team = req.param("team");
     f.name = req.param("name");
     auto selector = model::parse_label_selector(req.param("labelSelector"));
@@ -235,39 +236,6 @@ void HttpApi::routes() {
   router_.add("DELETE", R"(/api/v1/jobs/([^/]+))", cancel);
   post(R"(/api/v1/jobs/([^/]+)/cancel)", cancel);
 
-  get(R"(/api/v1/jobs/([^/]+)/events)", [this, auth](const Request& req, Response& res) {
-    util::JobId id;
-    int64_t after = 0;
-    auto who = auth(req, res);
-    if (who && job_id(req, id, res) && int_param(req, "after", 0, INT64_MAX, after, res))
-      send(res, plane_.job_events(id, after, *who));
-  });
-
-    if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return;
-  get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this, auth](const Request& req, Response& res) {
-    util::JobId id;
-    auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
-  });
-
-  get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const Request& req, Response& res) {
-    util::JobId id;
-    int64_t attempt = 0, rank = 0, offset = 0, limit = 1 << 20;
-    auto who = auth(req, res);
-    if (!who || !job_id(req, id, res) || !int_param(req, "attempt", 0, 1000000, attempt, res) ||
-        !int_param(req, "rank", 0, 1023, rank, res) ||
-        !int_param(req, "offset", 0, INT64_MAX, offset, res) ||
-        !int_param(req, "limit", 1, 16 << 20, limit, res))
-      return;
-    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt),
-                           static_cast<int>(rank), *who, offset))
-      return;
-    auto chunk =
-        plane_.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);
-    if (!chunk.is_ok()) return reply_error(res, chunk.status());
-    res.set_header("X-Trainyard-Next-Offset", std::to_string(chunk->next_offset));
-    res.set_header("X-Trainyard-Complete", chunk->complete ? "true" : "false");
-    res.body = std::move(chunk->data);
   // Job controls (docs/api.md): hold and release a pending job, change its priority class
   // (POST .../update or PATCH on the job), and cancel every task of a job array.
   post(R"(/api/v1/jobs/([^/]+)/hold)", [this, auth](const Request& req, Response& res) {
@@ -293,6 +261,38 @@ void HttpApi::routes() {
     if (who && job_id(req, id, res)) send(res, plane_.cancel_array(id, *who));
   });
 
+  get(R"(/api/v1/jobs/([^/]+)/events)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    int64_t after = 0;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res) && int_param(req, "after", 0, INT64_MAX, after, res))
+      send(res, plane_.job_events(id, after, *who));
+  });
+
+  get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
+  });
+
+  get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    int64_t attempt = 0, rank = 0, offset = 0, limit = 1 << 20;
+    auto who = auth(req, res);
+    if (!who || !job_id(req, id, res) || !int_param(req, "attempt", 0, 1000000, attempt, res) ||
+        !int_param(req, "rank", 0, 1023, rank, res) ||
+        !int_param(req, "offset", 0, INT64_MAX, offset, res) ||
+        !int_param(req, "limit", 1, 16 << 20, limit, res))
+      return;
+    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt),
+                           static_cast<int>(rank), *who, offset))
+      return;
+    auto chunk =
+        plane_.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);
+    if (!chunk.is_ok()) return reply_error(res, chunk.status());
+    res.set_header("X-Trainyard-Next-Offset", std::to_string(chunk->next_offset));
+    res.set_header("X-Trainyard-Complete", chunk->complete ? "true" : "false");
+    res.body = std::move(chunk->data);
     res.content_type = "text/plain; charset=utf-8";
   });
 

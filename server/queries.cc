@@ -75,10 +75,10 @@ nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobR
     j["labels"] = meta.is_object() ? meta.value("labels", nlohmann::json::object())
                                    : nlohmann::json::object();
   }
+  add_job_controls(j, rec);
   if (active != nullptr) {
     if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
     add_start_estimate(j, *active);
-  add_job_controls(j, rec);
     if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
   }
   return j;
