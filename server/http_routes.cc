@@ -284,8 +284,8 @@ void HttpApi::routes() {
         !int_param(req, "offset", 0, INT64_MAX, offset, res) ||
         !int_param(req, "limit", 1, 16 << 20, limit, res))
       return;
-    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt),
-                           static_cast<int>(rank), *who, offset))
+    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt), static_cast<int>(rank),
+                           *who, offset))
       return;
     auto chunk =
         plane_.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);

@@ -163,12 +163,8 @@ ALTER TABLE telemetry_minutes ADD COLUMN tensor_active_avg REAL;
 )sql";
 
 constexpr Migration kMigrations[] = {
-    {1, kInitialSchema},
-    {2, kTelemetrySchema},
-    {3, kCostSchema},
-    {4, kIdempotencySchema},
-    {5, kJobControlSchema},
-    {6, kTensorTelemetrySchema},
+    {1, kInitialSchema},     {2, kTelemetrySchema},  {3, kCostSchema},
+    {4, kIdempotencySchema}, {5, kJobControlSchema}, {6, kTensorTelemetrySchema},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion,
               "add a migration for every schema version, in order");

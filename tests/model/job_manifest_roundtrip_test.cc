@@ -125,8 +125,8 @@ class SpecMaker {
                  {"template", tmpl}};
     // A job array in Slurm's syntax, where the task names still fit in 63 characters.
     if (name.size() <= 56 && pick(3) == 0) {
-      spec["array"] = std::vector<std::string>{"0-99%10", "1,3,5", "0-15:4", "7",
-                                               "0-3,10-20:5%2"}[pick(5)];
+      spec["array"] =
+          std::vector<std::string>{"0-99%10", "1,3,5", "0-15:4", "7", "0-3,10-20:5%2"}[pick(5)];
     }
     return {{"apiVersion", "trainyard.dev/v1"},
             {"kind", "Job"},
