@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/simulate_cost.h"
+#include "cli/simulate_html.h"
 #include "model/accelerator.h"
 #include "model/cluster_config.h"
 #include "model/slurm_conf.h"
@@ -31,6 +32,7 @@ struct SimulateArgs {
   uint64_t seed = 1;
   std::string out = "out/simulate";
   bool plot = false;
+  std::string html;  // --html FILE
   bool skip_bad_rows = false;
   int64_t max_jobs = 0;
   double checkpoint_interval_s = 1800;
@@ -223,7 +225,15 @@ int run(const SimulateArgs& a) {
     opts.restart_delay = util::seconds_f(a.restart_delay_s);
     opts.grace_period = util::seconds_f(a.grace_period_s);
     opts.full_invariant_check = a.check_invariants;
-    return run_cost_scenarios(a.cost, *workload, *cluster, opts, a.out);
+    CostSimArgs cost = a.cost;
+    cost.html = a.html;
+    cost.run = {a.trace,
+                a.cluster,
+                cluster->total_gpus(),
+                static_cast<int64_t>(workload->jobs.size()),
+                workload->skipped_rows,
+                a.seed};
+    return run_cost_scenarios(cost, *workload, *cluster, opts, a.out);
   }
   std::vector<sim::SimResult> results;
   std::vector<sim::Summary> summaries;
@@ -284,6 +294,14 @@ int run(const SimulateArgs& a) {
   std::printf("\nwrote %zu files to %s/ (summary.json, per-job and timeline CSVs%s)\n",
               written->size(), a.out.c_str(),
               a.plot ? ", jct-cdf.svg, gpu-allocation.svg, queue-length.svg" : "");
+  if (!a.html.empty()) {
+    if (auto st = write_html_report(a.html, sim::html_report_data(info, results, summaries));
+        !st.is_ok()) {
+      std::fprintf(stderr, "trainyard simulate: %s\n", st.message().c_str());
+      return kExitFailure;
+    }
+    std::printf("wrote %s (the report as one HTML page)\n", a.html.c_str());
+  }
   if (unfinished > 0 && !a.allow_unfinished) {
     std::fprintf(stderr,
                  "trainyard simulate: failing because jobs never ran (the report is written); "
@@ -325,6 +343,10 @@ Runner add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", args->out, "folder for summary.json, CSVs and plots")
       ->capture_default_str();
+  cmd->add_option("--html", args->html,
+                  "also write the report as one self-contained HTML page (table, JCT CDF, GPU "
+                  "allocation and queue length per policy; cost scenarios when the run has them)")
+      ->type_name("FILE");
   cmd->add_flag("--plot", args->plot,
                 "also write SVG plots: JCT CDF, GPU allocation and queue length over time");
   cmd->add_flag("--skip-bad-rows", args->skip_bad_rows,

@@ -1,4 +1,5 @@
 #include "cli/simulate_cost.h"
+#include "cli/simulate_html.h"
 
 #include <cstdio>
 #include <sstream>
@@ -189,6 +190,17 @@ int run_cost_scenarios(const CostSimArgs& a, const sim::Workload& workload,
   if (!written.is_ok()) {
     std::fprintf(stderr, "trainyard simulate: %s\n", written.status().message().c_str());
     return kExitFailure;
+  }
+  if (!a.html.empty()) {
+    std::vector<sim::Summary> summaries;
+    for (const auto& r : results) summaries.push_back(sim::summarize(r));
+    nlohmann::json data = sim::html_report_data(a.run, results, summaries);
+    data["cost"] = cost_html_data(results, rows);
+    if (auto st = write_html_report(a.html, data); !st.is_ok()) {
+      std::fprintf(stderr, "trainyard simulate: %s\n", st.message().c_str());
+      return kExitFailure;
+    }
+    std::printf("wrote %s (the report as one HTML page)\n", a.html.c_str());
   }
   std::printf(
       "\nwrote %zu files to %s/ (cost-summary.json, cost-<scenario>.csv, "

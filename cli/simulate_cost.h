@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/workload.h"
 
@@ -23,6 +24,8 @@ struct CostSimArgs {
   double provisioning_delay_s = 90;
   double spot_fallback_wait_s = 600;
   std::string throughputs = "../shared/traces/gavel/simulation_throughputs.json";
+  std::string html;  // --html FILE: the self-contained report (cli/simulate_html.h)
+  sim::RunInfo run;  // the run's trace and cluster, for the HTML report
 };
 
 void add_cost_sim_options(CLI::App* cmd, CostSimArgs& args);

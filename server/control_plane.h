@@ -146,6 +146,12 @@ class ControlPlane {
   // bill); a team token sees only its team's jobs and row, with total = its team's totals.
   util::Result<nlohmann::json> cost(const std::string& team, const std::string& since,
                                     const std::string& until, const Principal& who);
+  // GET /api/v1/cost/series (cost_series_views.cc): the same ledger bucketed by UTC hour or
+  // day ("hour", "day", or "" to pick by the span): cost per team and per pool, idle and lost
+  // cost per bucket, scoped as cost() is.
+  util::Result<nlohmann::json> cost_series(const std::string& team, const std::string& since,
+                                           const std::string& until, const std::string& step,
+                                           const Principal& who);
   // POST /api/v1/nodes/{name}/interrupt (admin; a test and demo aid): simcloud reclaims the node
   // after its notice lead, as a spot interruption would (capacity_loop.cc).
   util::Result<nlohmann::json> interrupt_node(const std::string& name, const Principal& who);

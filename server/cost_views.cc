@@ -11,6 +11,7 @@
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "server/control_plane.h"
+#include "server/cost_series.h"
 #include "server/tx.h"
 #include "util/log.h"
 
@@ -77,8 +78,10 @@ util::Time period_start(util::Time now, model::Team::BudgetPeriod period) {
   return util::Time(sys_days(ymd.year() / ymd.month() / 1));
 }
 
+}  // namespace
+
 // "-24h", "-30m", "-7d", "-90s" from now, or an ISO 8601 UTC time ("2026-11-23T10:00:00Z",
-// "2026-11-23").
+// "2026-11-23"). Shared with cost_series_views.cc (server/cost_series.h).
 util::Result<util::Time> parse_when(const std::string& text, util::Time now, const char* what) {
   auto bad = [&] {
     return util::invalid_argument(
@@ -116,6 +119,8 @@ util::Result<util::Time> parse_when(const std::string& text, util::Time now, con
   if (!ymd.ok() || h > 23 || mi > 59 || s > 60) return bad();
   return util::Time(sys_days(ymd)) + hours(h) + minutes(mi) + seconds(s);
 }
+
+namespace {
 
 nlohmann::json totals_json(const cloud::CostTotals& t) {
   return {{"cost_usd", t.cost_usd},

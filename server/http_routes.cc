@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/job_state.h"
+#include "server/cost_series.h"
 #include "server/http_api.h"
 #include "server/peer_uid.h"
 #include "server/ui_routes.h"
@@ -303,8 +304,18 @@ void HttpApi::routes() {
     if (auto who = auth(req, res)) send(res, plane_.interrupt_node(req.matches[1], *who));
   });
   get("/api/v1/cost", [this, auth](const Request& req, Response& res) {
+    auto who = auth(req, res);
+    if (!who) return;
+    auto report = plane_.cost(req.param("team"), req.param("since"), req.param("until"), *who);
+    if (req.param("format") != "csv" || !report.is_ok()) return send(res, report);
+    res.body = cost_csv(*report);  // cost_series_views.cc
+    res.content_type = "text/csv; charset=utf-8";
+    res.set_header("Content-Disposition", "attachment; filename=\"trainyard-cost.csv\"");
+  });
+  get("/api/v1/cost/series", [this, auth](const Request& req, Response& res) {
     if (auto who = auth(req, res))
-      send(res, plane_.cost(req.param("team"), req.param("since"), req.param("until"), *who));
+      send(res, plane_.cost_series(req.param("team"), req.param("since"), req.param("until"),
+                                   req.param("step"), *who));
   });
   get("/api/v1/queues", [this, auth](const Request& req, Response& res) {
     if (auto who = auth(req, res)) reply(res, 200, plane_.queues(*who));

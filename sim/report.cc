@@ -1,5 +1,7 @@
 #include "sim/report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -29,8 +31,8 @@ std::string format_duration_s(double s) {
   return fmt::format("{:.2f}d", s / 86400);
 }
 
-std::string comparison_table(const std::vector<Summary>& ss) {
-  if (ss.empty()) return "";
+std::vector<std::vector<std::string>> comparison_cells(const std::vector<Summary>& ss) {
+  if (ss.empty()) return {};
   struct Col {
     std::string head;
     std::function<std::string(const Summary&)> cell;
@@ -63,7 +65,13 @@ std::string comparison_table(const std::vector<Summary>& ss) {
     rows.emplace_back();
     for (const auto& c : cols) rows.back().push_back(c.cell(s));
   }
-  std::vector<size_t> width(cols.size(), 0);
+  return rows;
+}
+
+std::string comparison_table(const std::vector<Summary>& ss) {
+  const std::vector<std::vector<std::string>> rows = comparison_cells(ss);
+  if (rows.empty()) return "";
+  std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
@@ -142,6 +150,92 @@ std::string timeline_csv(const SimResult& r) {
                        static_cast<double>(p.allocated_milli) / 1000.0, p.pending, p.running);
   }
   return out;
+}
+
+std::vector<double> timeline_grid(const std::vector<SimResult>& results, size_t n) {
+  double end = 0;
+  for (const auto& r : results)
+    if (!r.timeline.empty()) end = std::max(end, util::to_seconds(r.timeline.back().time));
+  std::vector<double> times;
+  n = std::max<size_t>(n, 2);
+  for (size_t i = 0; i < n; ++i)
+    times.push_back(end * static_cast<double>(i) / static_cast<double>(n - 1));
+  return times;
+}
+
+nlohmann::json resample_timeline(const SimResult& r, const std::vector<double>& times) {
+  nlohmann::json alloc = nlohmann::json::array(), pending = nlohmann::json::array(),
+                 nodes = nlohmann::json::array(), cost = nlohmann::json::array();
+  size_t k = 0;
+  const TimelinePoint* at = nullptr;
+  for (double t : times) {
+    while (k < r.timeline.size() && util::to_seconds(r.timeline[k].time) <= t)
+      at = &r.timeline[k++];
+    alloc.push_back(at ? static_cast<double>(at->allocated_milli) / 1000.0 : 0.0);
+    pending.push_back(at ? at->pending : 0);
+    nodes.push_back(at ? at->nodes : 0);
+    cost.push_back(at ? at->cost_usd : 0.0);
+  }
+  return {{"allocated_gpus", std::move(alloc)},
+          {"pending", std::move(pending)},
+          {"nodes", std::move(nodes)},
+          {"cost_usd", std::move(cost)}};
+}
+
+nlohmann::json html_report_data(const RunInfo& info, const std::vector<SimResult>& results,
+                                const std::vector<Summary>& summaries, size_t max_points) {
+  nlohmann::json d;
+  d["run"] = nlohmann::json::parse(summary_json(info, {}));
+  d["summary"] = nlohmann::json::parse(summary_json(info, summaries))["policies"];
+  d["table"] = comparison_cells(summaries);
+  // The JCT CDF: the share of each policy's finished jobs done within each JCT of one grid,
+  // log-spaced from the shortest to the longest JCT of any policy (in hours).
+  std::vector<std::vector<double>> jcts;
+  double lo = 0, hi = 0;
+  for (const auto& r : results) {
+    std::vector<double> h;
+    for (const auto& j : r.jobs)
+      h.push_back(std::max(1.0, util::to_seconds(j.finish - j.submit)) / 3600.0);
+    std::sort(h.begin(), h.end());
+    if (!h.empty()) {
+      lo = lo == 0 ? h.front() : std::min(lo, h.front());
+      hi = std::max(hi, h.back());
+    }
+    jcts.push_back(std::move(h));
+  }
+  std::vector<double> grid;
+  const size_t n = std::max<size_t>(max_points, 2);
+  if (hi > 0) {
+    hi = std::max(hi, lo * 1.001);
+    for (size_t i = 0; i < n; ++i)
+      grid.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)));
+    grid.back() = hi;  // exactly: every job is done by the last point
+  }
+  nlohmann::json cdf = nlohmann::json::array();
+  for (size_t p = 0; p < results.size(); ++p) {
+    nlohmann::json frac = nlohmann::json::array();
+    const auto& h = jcts[p];
+    for (double x : grid) {
+      const auto done = std::upper_bound(h.begin(), h.end(), x) - h.begin();
+      frac.push_back(h.empty() ? 0.0 : static_cast<double>(done) / static_cast<double>(h.size()));
+    }
+    cdf.push_back({{"policy", results[p].policy}, {"fraction", std::move(frac)}});
+  }
+  d["cdf"] = {{"jct_hours", grid}, {"policies", std::move(cdf)}};
+  const std::vector<double> times = timeline_grid(results, max_points);
+  nlohmann::json hours = nlohmann::json::array();
+  for (double t : times) hours.push_back(t / 3600.0);
+  nlohmann::json lines = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json line = resample_timeline(r, times);
+    line.erase("nodes");
+    line.erase("cost_usd");
+    line["policy"] = r.policy;
+    line["capacity_gpus"] = static_cast<double>(r.capacity_milli) / 1000.0;
+    lines.push_back(std::move(line));
+  }
+  d["timeline"] = {{"hours", std::move(hours)}, {"policies", std::move(lines)}};
+  return d;
 }
 
 util::Result<std::vector<std::string>> write_report(const std::string& dir, const RunInfo& info,
