@@ -201,6 +201,9 @@ class ControlPlane {
   ControlPlane(const ControlPlaneOptions& options, exec::Executor& executor,
                const util::Clock& clock);
   struct Tx;
+  // hold() and release(): sets a job's hold and commits it with a Held/Released event
+  // (job_control.cc).
+  util::Result<nlohmann::json> set_held(util::JobId id, const Principal& who, bool held);
   util::Status recover();
   util::Status readopt(ActiveJob& job, Tx& tx);
   void kill_worker(const WorkerProcess& w);

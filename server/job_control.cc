@@ -67,62 +67,46 @@ util::Result<PriorityChoice> parse_update(std::string_view body) {
 }  // namespace
 
 util::Result<nlohmann::json> ControlPlane::hold(util::JobId id, const Principal& who) {
-  TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
-  TY_RETURN_IF_ERROR(check_access(who, rec));
-  Tx tx;
-  std::lock_guard lock(mu_);
-  auto it = active_.find(id);
-  if (it == active_.end()) {
-    TY_RETURN_IF_ERROR(require_pending(rec, false, "held", ""));
-    return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
-  }
-  ActiveJob& job = it->second;
-  TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), "held",
-                                     "a hold keeps a job from starting; `trainyard cancel` stops "
-                                     "one that runs"));
-  if (!job.rec.held) {
-    const util::Time now = clock_.now();
-    job.rec.held = true;
-    job.rec.updated = now;
-    job.wait_reason = held_reason(id);
-    tx.jobs.push_back(job.rec);
-    tx.events.push_back({.job = id,
-                         .at = now,
-                         .type = "Held",
-                         .from_state = kPending,
-                         .to_state = kPending,
-                         .attempt = job.rec.attempt,
-                         .reason = fmt::format("held by {}", who.name)});
-    TY_RETURN_IF_ERROR(commit(tx));
-  }
-  return job_json(&job, job.rec);
+  return set_held(id, who, true);
 }
 
 util::Result<nlohmann::json> ControlPlane::release(util::JobId id, const Principal& who) {
+  return set_held(id, who, false);
+}
+
+util::Result<nlohmann::json> ControlPlane::set_held(util::JobId id, const Principal& who,
+                                                    bool held) {
+  const char* verb = held ? "held" : "released";
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
   TY_RETURN_IF_ERROR(check_access(who, rec));
   Tx tx;
   std::lock_guard lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) {
-    TY_RETURN_IF_ERROR(require_pending(rec, false, "released", ""));
+    TY_RETURN_IF_ERROR(require_pending(rec, false, verb, ""));
     return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
   }
   ActiveJob& job = it->second;
-  if (job.rec.held) {
-    const util::Time now = clock_.now();
-    job.rec.held = false;
-    job.rec.updated = now;
-    job.wait_reason = "released; not yet examined by the scheduler";
-    tx.jobs.push_back(job.rec);
-    tx.events.push_back({.job = id,
-                         .at = now,
-                         .type = "Released",
-                         .from_state = kPending,
-                         .to_state = kPending,
-                         .attempt = job.rec.attempt,
-                         .reason = fmt::format("released by {}", who.name)});
-    TY_RETURN_IF_ERROR(commit(tx));
+  if (held) {
+    TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), verb,
+                                       "a hold keeps a job from starting; `trainyard cancel` "
+                                       "stops one that runs"));
+  }
+  if (job.rec.held == held) return job_json(&job, job.rec);  // nothing changes
+  const util::Time now = clock_.now();
+  job.rec.held = held;
+  job.rec.updated = now;
+  job.wait_reason = held ? held_reason(id) : "released; not yet examined by the scheduler";
+  tx.jobs.push_back(job.rec);
+  tx.events.push_back({.job = id,
+                       .at = now,
+                       .type = held ? "Held" : "Released",
+                       .from_state = kPending,
+                       .to_state = kPending,
+                       .attempt = job.rec.attempt,
+                       .reason = fmt::format("{} by {}", verb, who.name)});
+  TY_RETURN_IF_ERROR(commit(tx));
+  if (!held) {
     wake_ = true;
     loop_cv_.notify_all();
   }
