@@ -1,4 +1,5 @@
-// The web UI's entry point: a hash router (#/, #/gpus, #/jobs, #/jobs/ID, #/queues, #/cost)
+// The web UI's entry point: a hash router (#/, #/gpus, #/jobs, #/jobs/ID, #/queues, #/cost,
+// #/submit)
 // and the nav bar. Each page is a module in pages/ exporting render(root, params) that fills
 // `root` and returns a cleanup function (stop polling, destroy charts); see docs/web-ui.md.
 import './style.css';
@@ -11,6 +12,7 @@ import * as jobs from './pages/jobs.js';
 import * as job from './pages/job.js';
 import * as queues from './pages/queues.js';
 import * as cost from './pages/cost.js';
+import * as submit from './pages/submit.js';
 
 // `nav`: the nav link the page belongs under; `params`: named regex groups.
 const ROUTES = [
@@ -20,9 +22,10 @@ const ROUTES = [
   { path: /^\/jobs\/(?<id>\d+)$/, page: job, title: 'Job', nav: '#/jobs' },
   { path: /^\/queues$/, page: queues, title: 'Queues', nav: '#/queues' },
   { path: /^\/cost$/, page: cost, title: 'Cost', nav: '#/cost' },
+  { path: /^\/submit$/, page: submit, title: 'Submit', nav: '#/submit' },
 ];
 const NAV = [['#/', 'Overview'], ['#/gpus', 'GPUs'], ['#/jobs', 'Jobs'], ['#/queues', 'Queues'],
-  ['#/cost', 'Cost']];
+  ['#/cost', 'Cost'], ['#/submit', 'Submit']];
 
 let cleanup = null;
 
