@@ -26,14 +26,8 @@ def tasks(s, aid):
     return json.loads(s.cli("ls", "--array", str(aid), "-o", "json").stdout)
 
 
-class Arrays(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = harness.Server(config=FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class Arrays(harness.ServerTestCase):
+    CONFIG = FAST
 
     def test_limit_holds_while_tasks_run_and_each_sees_its_index(self):
         out = self.s.cli("run", "--array", "0-5%2", "--name", "sweep", "--gpus", "1", "--",

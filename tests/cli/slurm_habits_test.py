@@ -5,7 +5,6 @@ a restart. Usage: slurm_habits_test.py PATH/TO/trainyard [unittest args]"""
 import datetime
 import os
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
@@ -19,24 +18,11 @@ def parse_time(text):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
-def wait_for(what, fn, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = harness.wait_for
 
 
-class TimeLimit(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = harness.Server(config=FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class TimeLimit(harness.ServerTestCase):
+    CONFIG = FAST
 
     def test_run_time_takes_the_forms_sbatch_takes(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("3600s", 3600), ("90", 5400),

@@ -24,14 +24,8 @@ def write(dirname, name, text):
     return path
 
 
-class Basics(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = harness.Server(config=FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class Basics(harness.ServerTestCase):
+    CONFIG = FAST
 
     def test_job_sees_only_its_gpus(self):
         jid = self.s.run("--gpus", "2", "--name", "cvd", "--", "sh", "-c",

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -156,3 +157,34 @@ class Server:
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
+
+
+# A fast reconcile loop and short retry back-off, for tests that wait on job changes.
+FAST = "reconcileIntervalSeconds: 0.05\nretryBackoff: {initialSeconds: 0.2, maxSeconds: 1}\n"
+
+
+def wait_for(what, fn, timeout=20, interval=0.1):
+    """fn()'s first true value, polled every `interval` s; AssertionError naming `what` after
+    `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class ServerTestCase(unittest.TestCase):
+    """A test class with one server for all its tests, `cls.s`, started with the class's CONFIG
+    (default FAST) and GPUS, and stopped after them."""
+    CONFIG = FAST
+    GPUS = "sim:4xH100-80GB"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Server(gpus=cls.GPUS, config=cls.CONFIG).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()

@@ -143,14 +143,8 @@ class LossyProxy:
                 upstream.close()
 
 
-class RawHttp(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = harness.Server(config=FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class RawHttp(harness.ServerTestCase):
+    CONFIG = FAST
 
     def test_same_key_twice_gives_one_job(self):
         body = spec("raw-twice")
