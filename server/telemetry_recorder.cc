@@ -22,10 +22,6 @@ util::Time from_ms(int64_t ms) {
   return util::Time(std::chrono::milliseconds(ms));
 }
 
-std::optional<double> as_double(std::optional<uint64_t> v) {
-  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
-}
-
 bool same_load(const telemetry::SyntheticLoad& a, const telemetry::SyntheticLoad& b) {
   return a.job_id == b.job_id && a.profile == b.profile && a.start_ms == b.start_ms &&
          a.pids == b.pids && a.data_wait_fraction == b.data_wait_fraction && a.dtype == b.dtype;
@@ -69,36 +65,6 @@ std::optional<int> session_of_pid(int pid) {
   long ppid = 0, pgrp = 0, session = 0;
   if (!(rest >> state >> ppid >> pgrp >> session) || session <= 0) return std::nullopt;
   return static_cast<int>(session);
-}
-
-void TelemetryRecorder::Average::add(std::optional<double> v) {
-  if (!v) return;
-  sum += *v;
-  n += 1;
-  max = max ? std::max(*max, *v) : *v;
-}
-
-std::optional<double> TelemetryRecorder::Average::mean() const {
-  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
-}
-
-void TelemetryRecorder::MinuteAccumulator::add(const telemetry::GpuSample& s) {
-  samples += 1;
-  util.add(s.gpu_util_percent);
-  mem_util.add(s.mem_util_percent);
-  sm_active.add(s.sm_active_percent);
-  tensor_active.add(s.tensor_active_percent);
-  mem_used.add(as_double(s.memory_used_bytes));
-  temp.add(s.temperature_c);
-  power.add(s.power_w);
-  sm_clock.add(s.sm_clock_mhz);
-  if (s.memory_total_bytes) mem_total = static_cast<int64_t>(*s.memory_total_bytes);
-  if (s.throttle_reasons)
-    throttle_or = throttle_or.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
-  if (s.ecc_uncorrected_volatile)
-    ecc_uncorrected_max = std::max(ecc_uncorrected_max.value_or(0),
-                                   static_cast<int64_t>(*s.ecc_uncorrected_volatile));
-  if (s.last_xid) xid_last = *s.last_xid;
 }
 
 TelemetryRecorder::TelemetryRecorder(telemetry::GpuSampler& sampler, const util::Clock& clock,
@@ -207,28 +173,9 @@ util::Status TelemetryRecorder::record_once(int64_t now_ms) {
 
 std::vector<store::TelemetryMinute> TelemetryRecorder::close_minute() {
   std::vector<store::TelemetryMinute> rows;
-  for (const auto& [key, acc] : open_) {
-    store::TelemetryMinute m;
-    m.device_uuid = key.first;
+  for (const auto& [key, summary] : open_) {
+    store::TelemetryMinute m = summary.row(key.first, open_minute_ms_);
     if (key.second > 0) m.job = util::JobId(key.second);
-    m.minute = from_ms(open_minute_ms_);
-    m.samples = acc.samples;
-    m.gpu_util_avg = acc.util.mean();
-    m.gpu_util_max = acc.util.max;
-    m.mem_util_avg = acc.mem_util.mean();
-    m.sm_active_avg = acc.sm_active.mean();
-    m.tensor_active_avg = acc.tensor_active.mean();
-    m.mem_used_avg = acc.mem_used.mean();
-    if (acc.mem_used.max) m.mem_used_max = static_cast<int64_t>(*acc.mem_used.max);
-    m.mem_total = acc.mem_total;
-    m.temp_avg = acc.temp.mean();
-    m.temp_max = acc.temp.max;
-    m.power_avg = acc.power.mean();
-    m.power_max = acc.power.max;
-    m.sm_clock_avg = acc.sm_clock.mean();
-    m.throttle_or = acc.throttle_or;
-    m.ecc_uncorrected_max = acc.ecc_uncorrected_max;
-    m.xid_last = acc.xid_last;
     rows.push_back(std::move(m));
   }
   open_.clear();

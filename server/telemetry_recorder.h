@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/telemetry_open_minutes.h"
 #include "store/store.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
@@ -98,19 +99,6 @@ class TelemetryRecorder {
   util::Duration interval() const { return options_.interval; }
 
  private:
-  struct Average {
-    double sum = 0;
-    int64_t n = 0;
-    std::optional<double> max;
-    void add(std::optional<double> v);
-    std::optional<double> mean() const;
-  };
-  struct MinuteAccumulator {
-    int64_t samples = 0;
-    Average util, mem_util, sm_active, tensor_active, mem_used, temp, power, sm_clock;
-    std::optional<int64_t> mem_total, throttle_or, ecc_uncorrected_max, xid_last;
-    void add(const telemetry::GpuSample& s);
-  };
   AttributedSample attribute(telemetry::GpuSample s,
                              const std::set<std::string>& sampled) const;  // TY_REQUIRES(mu_)
   std::vector<store::TelemetryMinute> close_minute();                      // TY_REQUIRES(mu_)
@@ -123,15 +111,15 @@ class TelemetryRecorder {
   const TelemetryRecorderOptions options_;
 
   mutable std::mutex mu_;
-  TelemetryPlacements placements_;                                     // guarded by mu_
-  std::map<std::string, telemetry::SyntheticLoad> applied_loads_;      // guarded by mu_
-  std::map<std::string, double> data_wait_;                            // guarded by mu_
-  std::map<std::string, std::string> dtype_;                           // guarded by mu_
-  std::vector<std::string> order_;                                     // guarded by mu_
-  std::map<std::string, std::deque<AttributedSample>> ring_;           // guarded by mu_
-  int64_t open_minute_ms_ = -1;                                        // guarded by mu_
-  std::map<std::pair<std::string, int64_t>, MinuteAccumulator> open_;  // guarded by mu_
-  int64_t next_data_wait_ms_ = 0;                                      // guarded by mu_
+  TelemetryPlacements placements_;                                 // guarded by mu_
+  std::map<std::string, telemetry::SyntheticLoad> applied_loads_;  // guarded by mu_
+  std::map<std::string, double> data_wait_;                        // guarded by mu_
+  std::map<std::string, std::string> dtype_;                       // guarded by mu_
+  std::vector<std::string> order_;                                 // guarded by mu_
+  std::map<std::string, std::deque<AttributedSample>> ring_;       // guarded by mu_
+  int64_t open_minute_ms_ = -1;                                    // guarded by mu_
+  std::map<std::pair<std::string, int64_t>, MinuteSummary> open_;  // guarded by mu_
+  int64_t next_data_wait_ms_ = 0;                                  // guarded by mu_
 
   std::mutex thread_mu_;  // serializes start() and stop()
   std::condition_variable cv_;
