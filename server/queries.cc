@@ -8,6 +8,7 @@
 
 #include "server/control_plane.h"
 #include "server/job_arrays.h"
+#include "server/job_list_query.h"
 
 namespace trainyard::server {
 namespace {
@@ -169,18 +170,33 @@ util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const
   return nlohmann::json{{"dir", dir}, {"items", std::move(items)}};
 }
 
-util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter,
-                                                     const Principal& who) {
+util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, const Principal& who,
+                                                     bool with_total) {
   if (!who.admin) {
     if (!filter.team.empty() && filter.team != who.team)
       return util::Status(util::StatusCode::PermissionDenied,
                           fmt::format("your token is for team '{}'", who.team));
     filter.team = who.team;
   }
+  // One row more than the page tells whether another page follows (ahead of it, backward).
+  const int want = std::min(filter.limit, 10000);
+  store::JobFilter probe = filter;
+  probe.limit = want + 1;
   std::vector<store::JobRecord> recs;
+  int64_t total = 0;
   {
     std::lock_guard lock(reader_mu_);
-    TY_ASSIGN_OR_RETURN(recs, reader_->list_jobs(filter));
+    TY_ASSIGN_OR_RETURN(recs, reader_->list_jobs(probe));
+    if (with_total) {
+      TY_ASSIGN_OR_RETURN(total, reader_->count_jobs(filter));
+    }
+  }
+  const bool more = static_cast<int>(recs.size()) > want;
+  if (more) {
+    if (filter.backward)
+      recs.erase(recs.begin());
+    else
+      recs.pop_back();
   }
   nlohmann::json items = nlohmann::json::array();
   std::unique_lock lock(mu_);
@@ -192,9 +208,19 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter,
   }
   lock.unlock();  // progress may read metrics files
   for (auto& item : items) add_step_progress(item);
-  nlohmann::json out = {{"items", std::move(items)}};
-  if (static_cast<int>(recs.size()) == filter.limit && !recs.empty())
-    out["nextBefore"] = recs.back().id.value();
+  // Rows after the page: more of them (forward) or the cursor's own row (backward); rows ahead
+  // of it: the cursor's row (forward) or more of them (backward).
+  const bool after = filter.backward ? filter.before > 0 : more;
+  const bool ahead = filter.backward ? more : filter.before > 0;
+  nlohmann::json out = {{"items", std::move(items)}, {"hasMore", after}};
+  if (with_total) out["total"] = total;
+  const auto& got = out["items"];
+  if (!got.empty()) {
+    if (after) out["nextCursor"] = job_cursor(true, filter, got.back());
+    if (ahead) out["prevCursor"] = job_cursor(false, filter, got.front());
+    if (after && filter.sort == store::JobSort::Id && !filter.ascending)
+      out["nextBefore"] = got.back()["id"];
+  }
   return out;
 }
 

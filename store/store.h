@@ -138,8 +138,16 @@ struct IdempotencyKeyRecord {
   util::Time created{};
 };
 
-// Newest first (id descending). `before` pages: only ids < before (0 = from the newest).
-// `limit` must be >= 1 (InvalidArgument otherwise) and is capped at 10,000.
+// The order of a job listing: by id (the order of submission), or by name, state or team (ties
+// by id, in the same direction). Each is served by an index of the jobs table.
+enum class JobSort { Id, Name, State, Team };
+
+// Newest first (id descending) unless `sort`/`ascending` say otherwise. Keyset paging: `before`
+// (with `before_key`, the sort key of that job, for a sort other than Id) names the job the page
+// continues after, in the listing's order (so, newest first: only ids < before; 0 = from the
+// start). `backward`: the `limit` rows just ahead of that job instead, still returned in the
+// listing's order (the previous page). `limit` must be >= 1 (InvalidArgument otherwise) and is
+// capped at 10,000.
 struct JobFilter {
   std::optional<model::JobState> state;
   std::string team;          // empty = all teams
@@ -147,6 +155,11 @@ struct JobFilter {
   int64_t array_job_id = 0;  // > 0: only the tasks of this job array
   int64_t before = 0;
   int limit = 100;
+  std::string node;  // non-empty: jobs whose placement has a worker on this node
+  JobSort sort = JobSort::Id;
+  bool ascending = false;
+  std::string before_key;
+  bool backward = false;
 };
 
 struct OpenOptions {

@@ -97,15 +97,59 @@ util::Result<std::optional<JobRecord>> read_optional_job(Query& q) {
   return std::optional<JobRecord>(std::move(job));
 }
 
+const char* sort_column(JobSort sort) {
+  switch (sort) {
+    case JobSort::Name:
+      return "name";
+    case JobSort::State:
+      return "state";
+    case JobSort::Team:
+      return "team";
+    case JobSort::Id:
+      break;
+  }
+  return "id";
+}
+
+// The listing walks rows in descending order: newest first, or a descending sort, or an
+// ascending one read backward.
+bool walks_down(const JobFilter& filter) {
+  return filter.ascending == filter.backward;
+}
+
+// The text `placement_json` holds for a worker on `node` (placements are compact JSON arrays of
+// objects with a "node" key, written by nlohmann::json::dump: no spaces, strings escaped).
+std::string node_needle(const std::string& node) {
+  std::string out = "\"node\":\"";
+  for (char c : node) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
 // " WHERE ..." for a filter; parameters are bound by bind_filter in the same order. The SQL
 // differs per combination of filters so that each statement can use its index.
 std::string filter_where(const JobFilter& filter, bool paged) {
-  std::vector<const char*> conditions;
-  if (filter.state) conditions.push_back("state = ?");
-  if (!filter.team.empty()) conditions.push_back("team = ?");
-  if (!filter.name.empty()) conditions.push_back("name = ?");
-  if (filter.array_job_id > 0) conditions.push_back("array_job_id = ?");
-  if (paged && filter.before > 0) conditions.push_back("id < ?");
+  std::vector<std::string> conditions;
+  if (filter.state) conditions.emplace_back("state = ?");
+  if (!filter.team.empty()) conditions.emplace_back("team = ?");
+  if (!filter.name.empty()) conditions.emplace_back("name = ?");
+  if (filter.array_job_id > 0) conditions.emplace_back("array_job_id = ?");
+  if (!filter.node.empty()) conditions.emplace_back("instr(placement_json, ?) > 0");
+  if (paged && filter.before > 0) {
+    const char* op = walks_down(filter) ? "<" : ">";
+    if (filter.sort == JobSort::Id)
+      conditions.push_back(fmt::format("id {} ?", op));
+    else  // a row value, which SQLite compares with the (column, id) index
+      conditions.push_back(fmt::format("({}, id) {} (?, ?)", sort_column(filter.sort), op));
+  }
   if (conditions.empty()) return "";
   return fmt::format(" WHERE {}", fmt::join(conditions, " AND "));
 }
@@ -115,7 +159,17 @@ void bind_filter(Query& q, const JobFilter& filter, bool paged) {
   if (!filter.team.empty()) q.bind(filter.team);
   if (!filter.name.empty()) q.bind(filter.name);
   if (filter.array_job_id > 0) q.bind(filter.array_job_id);
-  if (paged && filter.before > 0) q.bind(filter.before);
+  if (!filter.node.empty()) q.bind(node_needle(filter.node));
+  if (paged && filter.before > 0) {
+    if (filter.sort != JobSort::Id) q.bind(filter.before_key);
+    q.bind(filter.before);
+  }
+}
+
+std::string order_by(const JobFilter& filter) {
+  const char* dir = walks_down(filter) ? "DESC" : "ASC";
+  if (filter.sort == JobSort::Id) return fmt::format(" ORDER BY id {}", dir);
+  return fmt::format(" ORDER BY {} {}, id {}", sort_column(filter.sort), dir, dir);
 }
 
 // "SELECT ... WHERE state IN ('pending', ...)": the states a job can leave, listed from the
@@ -168,12 +222,14 @@ util::Result<std::vector<JobRecord>> Store::list_jobs(const JobFilter& filter) {
     return util::invalid_argument(
         fmt::format("job list limit must be at least 1 (got {})", filter.limit));
   }
-  std::string sql = fmt::format("SELECT {} FROM jobs{} ORDER BY id DESC LIMIT ?", kJobColumns,
-                                filter_where(filter, /*paged=*/true));
+  std::string sql = fmt::format("SELECT {} FROM jobs{}{} LIMIT ?", kJobColumns,
+                                filter_where(filter, /*paged=*/true), order_by(filter));
   TY_ASSIGN_OR_RETURN(Query q, impl_->query(sql, "listing jobs"));
   bind_filter(q, filter, /*paged=*/true);
   q.bind(std::min(filter.limit, kMaxListLimit));
-  return read_jobs(q);
+  TY_ASSIGN_OR_RETURN(auto jobs, read_jobs(q));
+  if (filter.backward) std::reverse(jobs.begin(), jobs.end());
+  return jobs;
 }
 
 util::Result<int64_t> Store::count_jobs(const JobFilter& filter) {
