@@ -1,10 +1,15 @@
 // ControlPlane's views of the machine and the queues: `trainyard nodes` and `queues`.
+#include <algorithm>
 #include <bit>
 
 #include <fmt/format.h>
 
+#include "model/accelerator.h"
+#include "sched/policy.h"
+#include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
 #include "server/fleet.h"
+#include "server/queue_standing.h"
 
 namespace trainyard::server {
 
@@ -14,11 +19,30 @@ nlohmann::json ControlPlane::nodes() const {
   for (size_t idx = 0; idx < nodes_.size(); ++idx) {
     const LocalNode& n = nodes_[idx];
     std::vector<std::vector<int64_t>> users(n.gpus.size());
+    // Per GPU: what each placed worker holds of it (a MIG instance, a fraction, or all of it).
+    std::vector<nlohmann::json> shares(n.gpus.size(), nlohmann::json::array());
+    const model::Accelerator* acc = model::find_accelerator(n.node.gpu_model);
     for (const auto& [id, job] : active_) {
       for (const auto& a : job.placement) {
         if (a.node_idx == static_cast<int>(idx) && a.gpu_idx >= 0 &&
-            a.gpu_idx < static_cast<int>(users.size()))
-          users[a.gpu_idx].push_back(id.value());
+            a.gpu_idx < static_cast<int>(users.size())) {
+          if (std::find(users[a.gpu_idx].begin(), users[a.gpu_idx].end(), id.value()) ==
+              users[a.gpu_idx].end())
+            users[a.gpu_idx].push_back(id.value());
+          nlohmann::json share = {{"job", id.value()}, {"worker", a.worker}};
+          if (a.mig_profile >= 0 && acc != nullptr &&
+              a.mig_profile < static_cast<int>(acc->mig_profiles.size())) {
+            const model::MigProfile& p = acc->mig_profiles[a.mig_profile];
+            share["migProfile"] = std::string(p.name);
+            share["migStart"] = a.mig_start;
+            share["computeSlices"] = p.compute_slices;
+            share["memorySlices"] = p.memory_slices;
+            share["gpuFraction"] = static_cast<double>(p.compute_slices) / 7.0;
+          } else {
+            share["gpuFraction"] = a.milli > 0 ? a.milli / 1000.0 : 1.0;
+          }
+          shares[a.gpu_idx].push_back(std::move(share));
+        }
       }
     }
     nlohmann::json gpus = nlohmann::json::array();
@@ -31,7 +55,8 @@ nlohmann::json ControlPlane::nodes() const {
                       {"name", d.name},
                       {"memoryBytes", d.memory.value()},
                       {"mig", d.mig_enabled},
-                      {"jobs", users[g]}});
+                      {"jobs", users[g]},
+                      {"shares", std::move(shares[g])}});
     }
     arr.push_back({{"name", n.node.name},
                    {"gpuModel", n.node.gpu_model},
@@ -126,6 +151,36 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
       r.gpu_milli += job.manifest.spec.total_gpu_share().value();
     }
   }
+  // Where each team stands (queue_standing.h): a snapshot of the nodes, the teams in the order
+  // the reconcile loop's snapshot lists them (the fair policy breaks ties between equal shares
+  // by it) with their decayed past usage, and the running jobs' placements.
+  sched::Snapshot snap;
+  snap.now = clock_.now();
+  if (fleet_) fleet_->add_pools(snap);
+  for (const auto& n : nodes_) sched::add_node(snap, n.node);
+  for (const auto& t : options_.config.teams) sched::add_team(snap, t);
+  for (const auto& [id, job] : active_) {
+    if (sched::find_team(snap, job.rec.team) < 0)
+      sched::add_team(snap, model::Team{.name = job.rec.team});
+  }
+  for (const auto& [name, r] : rows) {
+    if (sched::find_team(snap, name) < 0) sched::add_team(snap, model::Team{.name = name});
+  }
+  for (auto& team : snap.teams) {
+    auto it = std::find(usage_teams_.begin(), usage_teams_.end(), team.name);
+    if (usage_ && it != usage_teams_.end())
+      team.past_usage_share = usage_->share(static_cast<int>(it - usage_teams_.begin()));
+  }
+  for (const auto& [id, job] : active_) {
+    if (job.workers.empty()) continue;
+    sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);
+    sj.phase = sched::JobPhase::Running;
+    sj.placement = job.placement;
+    snap.jobs.push_back(std::move(sj));
+  }
+  const auto traits = sched::find_policy(options_.config.policy.name);
+  const std::map<std::string, nlohmann::json> standing =
+      queue_standing(snap, traits.is_ok() && traits->order == sched::QueueOrderKind::DominantShare);
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, r] : rows) {
     if (!who.may_access_team(name)) continue;
@@ -136,6 +191,16 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
                    {"pending", r.pending},
                    {"running", r.running},
                    {"gpusInUse", static_cast<double>(r.gpu_milli) / 1000.0}});
+    if (auto it = standing.find(name); it != standing.end()) arr.back().update(it->second);
+    nlohmann::json budget = nullptr;
+    for (const auto& t : options_.config.teams) {
+      if (t.name != name || t.budget_usd <= 0) continue;
+      const auto left = budget_left_.find(t.name);
+      budget = {{"period", t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month"},
+                {"budgetUsd", t.budget_usd},
+                {"spentUsd", left == budget_left_.end() ? 0.0 : t.budget_usd - left->second}};
+    }
+    arr.back()["budget"] = std::move(budget);
   }
   return nlohmann::json{{"items", std::move(arr)}, {"policy", options_.config.policy.name}};
 }
