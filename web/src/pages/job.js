@@ -329,6 +329,7 @@ export function render(root, params) {
   let job = null;
   let lastSlow = 0;
   let lastState = null;
+  let lastActions = null;
   let events = [];
   let cost = null;
 
@@ -465,20 +466,24 @@ export function render(root, params) {
     }
     denied.hidden = true;
     body.hidden = false;
-    const ev = await api(`/api/v1/jobs/${id}/events`);
-    events = ev.items;
+    // Events only grow: ask for those after the last one seen.
+    const ev = await api(`/api/v1/jobs/${id}/events?after=${events.length ? events[events.length - 1].seq : 0}`);
+    events = events.concat(ev.items);
     const ended = ENDED.has(job.state);
     const first = lastState === null;
     const changed = job.state !== lastState;
     lastState = job.state;
-    if (first || changed || (!ended && Date.now() - lastSlow > SLOW_MS)) {
-      lastSlow = Date.now();
-      await slow();
-    }
     renderHead();
-    renderActions();
+    // Rebuilt only when they change, so a keyboard user's focus on a button survives a refresh.
+    const actionKey = `${job.state}/${job.held}/${job.stopping}`;
+    if (actionKey !== lastActions) {
+      lastActions = actionKey;
+      renderActions();
+    }
     replace(waiting, waitingCard(job));
+    const open = timelineBox.querySelector('details')?.open;
     replace(timelineBox, timeline(events, job));
+    if (open !== undefined) timelineBox.querySelector('details').open = open;
     replace(attemptsBox, attemptsTable(job.attempts));
     replace(placeBox, placementTable(job.placement),
       ENDED.has(job.state) && job.placement?.length ? h('p', { class: 'muted' }, 'Where its last attempt ran.') : null);
@@ -489,6 +494,13 @@ export function render(root, params) {
       else gpuNote.textContent = `Cannot read the job's telemetry: ${t.reason.message}`;
       if (m.status === 'fulfilled') renderMetrics(m.value);
       else metricsNote.textContent = `Cannot read the job's step metrics: ${m.reason.message}`;
+    }
+    // The doctor, checkpoints (hashing every file) and cost: after the rest is on screen, at
+    // the start, on a change of state and every SLOW_MS while the job has not ended.
+    if (first || changed || (!ended && Date.now() - lastSlow > SLOW_MS)) {
+      lastSlow = Date.now();
+      await slow();
+      renderHead();
     }
   }
 
