@@ -333,6 +333,12 @@ class JobPage(unittest.TestCase):
                 ".slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + e.getBoundingClientRect().right)]")
             self.assertLessEqual(wide[0], wide[1], f"the job page scrolls sideways: {wide[2]}")
             self.full_screenshot(narrow, "job-narrow")
+            narrow.go("#/submit")
+            narrow.wait_for("#spec-text")
+            width = narrow.driver.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            self.assertLessEqual(width[0], width[1], "the submit page scrolls sideways")
+            narrow.screenshot("submit-narrow")
         finally:
             narrow.quit()
 
