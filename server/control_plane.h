@@ -174,6 +174,10 @@ class ControlPlane {
   // GET /api/v1/jobs/{id}/doctor (doctor_views.cc): telemetry::diagnose() over job_samples()
   // and the step metrics of every attempt, as telemetry::to_json(Diagnosis) plus name/team/state.
   util::Result<nlohmann::json> job_doctor(util::JobId id, const Principal& who);
+  // GET /api/v1/jobs/{id}/metrics (job_metrics_views.cc): rank 0's step metrics over every
+  // attempt as chart columns of at most `max_points` points (server/job_metrics.h), read with
+  // the job's permissions.
+  util::Result<nlohmann::json> job_metrics(util::JobId id, int max_points, const Principal& who);
   // The Prometheus exposition for GET /metrics (format 0.0.4; see docs/metrics.md).
   std::string metrics_text() const;
   ServerMetrics& metrics() { return metrics_; }

@@ -185,6 +185,13 @@ void HttpApi::routes() {
     auto who = auth(req, res);
     if (who && job_id(req, id, res)) send(res, plane_.job_doctor(id, *who));
   });
+  get(R"(/api/v1/jobs/([^/]+)/metrics)", [this, auth](const Request& req, Response& res) {
+    util::JobId id;
+    int64_t points = 500;
+    auto who = auth(req, res);
+    if (who && job_id(req, id, res) && int_param(req, "points", 1, 5000, points, res))
+      send(res, plane_.job_metrics(id, static_cast<int>(points), *who));
+  });
 
   post("/api/v1/jobs", [this, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
