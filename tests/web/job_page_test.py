@@ -198,6 +198,7 @@ class JobPage(unittest.TestCase):
         browser.Select(self.b.wait_for("#log-attempt")).select_by_value("1")
         self.b.wait_until(lambda: "saved" in self.b.fields().get("log", ""), message="attempt 1's log")
         self.b.wait_until(lambda: "complete" in self.b.text("#log-status"), message="complete")
+        self.assertFalse(self.b.driver.find_element(browser.By.ID, "log-follow").is_displayed())
         self.b.screenshot("job-preempted")
 
     def test_starved_job_doctor_metrics_checkpoints_and_cost(self):
