@@ -123,7 +123,10 @@ class ControlPlane {
   util::Result<nlohmann::json> update(util::JobId id, std::string_view body, const Principal& who);
   util::Result<nlohmann::json> cancel_array(util::JobId array_id, const Principal& who);
   util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
-  util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who);
+  // A page of jobs in the filter's sort: items, hasMore, nextCursor/prevCursor (and nextBefore
+  // for the default order); `total` (every matching job) unless !with_total.
+  util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who,
+                                         bool with_total = true);
   // list_jobs() of the jobs whose metadata.labels match `selector` (job_label_queries.cc).
   util::Result<nlohmann::json> list_jobs_matching(store::JobFilter filter,
                                                   const model::LabelSelector& selector,

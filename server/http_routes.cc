@@ -10,6 +10,7 @@
 #include "model/job_state.h"
 #include "server/cost_series.h"
 #include "server/http_api.h"
+#include "server/job_list_query.h"
 #include "server/peer_uid.h"
 #include "server/ui_routes.h"
 #include "util/time_text.h"
@@ -225,6 +226,18 @@ void HttpApi::routes() {
     if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return;
     f.team = req.param("team");
     f.name = req.param("name");
+    f.node = req.param("node");
+    if (auto st = apply_job_list_params(req.param("sort"), req.param("order"),
+                                        req.param("cursor"), f);
+        !st.is_ok())
+      return reply_error(res, st);
+    if (before > 0 && req.has_param("cursor"))
+      return reply_error(res, util::invalid_argument("pass either before or cursor, not both"),
+                         "before");
+    if (before > 0 && (f.sort != store::JobSort::Id || f.ascending))
+      return reply_error(
+          res, util::invalid_argument("before pages the newest-first order only; use cursor"),
+          "before");
     auto selector = model::parse_label_selector(req.param("labelSelector"));
     if (!selector.is_ok()) return reply_error(res, selector.status(), "labelSelector");
     send(res, plane_.list_jobs_matching(f, *selector, *who));
