@@ -94,7 +94,8 @@ TEST(DoctorTensor, QuietWhenTensorCoresWorkOrCannotBeSeen) {
 
 TEST(DoctorTensor, OldT4GetsFp16WithGradScaler) {
   JobTelemetry j = job("T4", 93, 0.0);
-  const Finding* f = find(diagnose(j), "tensor-cores-idle");
+  const Diagnosis d = diagnose(j);  // find() points into it: keep it alive
+  const Finding* f = find(d, "tensor-cores-idle");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->action.find("GradScaler"), std::string::npos) << f->action;
 }
