@@ -103,6 +103,8 @@ void add_ui_routes(http::Router& router) {
     };
   };
   router.add("GET", "/", serve("index.html"));
+  // Browsers ask for /favicon.ico on their own (a new window, a JSON reply opened in a tab).
+  router.add("GET", "/favicon.ico", serve("favicon.svg"));
   router.add("GET", "/ui/([A-Za-z0-9._-]+)", [](const http::Request& req, http::Response& res) {
     res = ui_asset_response(req.matches[1], req.header("Accept-Encoding"),
                             req.header("If-None-Match"));

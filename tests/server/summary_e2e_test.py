@@ -114,6 +114,10 @@ class Summary(unittest.TestCase):
         st, _, _ = self.fetch("/ui/app.css", **{"If-None-Match": '"nope"'})
         self.assertEqual(st, 200)
         self.assertEqual(self.fetch("/ui/missing.js")[0], 404)
+        # The icon, also where browsers look for it unasked.
+        st, h, icon = self.fetch("/favicon.ico")
+        self.assertEqual((st, h["Content-Type"]), (200, "image/svg+xml"))
+        self.assertIn(b"<svg", icon)
 
 
 if __name__ == "__main__":
