@@ -299,10 +299,7 @@ util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) cons
 
 util::Result<nlohmann::json> ControlPlane::cancel(util::JobId id, const Principal& who) {
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
-  if (!who.may_access_team(rec.team))
-    return util::Status(util::StatusCode::PermissionDenied,
-                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                    id.value(), rec.team, who.team));
+  TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   Tx tx;
   nlohmann::json out;
   {

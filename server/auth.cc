@@ -70,4 +70,11 @@ util::Result<std::string> request_token(std::optional<std::string_view> header) 
                                   got));
 }
 
+util::Status check_job_access(const Principal& who, util::JobId job, std::string_view team) {
+  if (who.may_access_team(team)) return util::Status::ok();
+  return util::Status(util::StatusCode::PermissionDenied,
+                      fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
+                                  job.value(), team, who.team));
+}
+
 }  // namespace trainyard::server

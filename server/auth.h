@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "util/ids.h"
 #include "util/status.h"
 
 namespace trainyard::server {
@@ -18,6 +19,10 @@ struct Principal {
 
   bool may_access_team(std::string_view t) const { return admin || team == t; }
 };
+
+// OK when `who` may see the jobs of `team`; else PermissionDenied naming the job, its team and
+// the token's.
+util::Status check_job_access(const Principal& who, util::JobId job, std::string_view team);
 
 // A fresh random secret (from the OS's CSPRNG).
 util::Result<std::string> generate_token();

@@ -14,10 +14,7 @@ namespace trainyard::server {
 
 util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  if (!who.may_access_team(rec.team))
-    return util::Status(util::StatusCode::PermissionDenied,
-                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                    id.value(), rec.team, who.team));
+  TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   telemetry::JobTelemetry t;
   t.job_id = std::to_string(id.value());
   if (auto m = model::parse_stored_job_manifest(rec.manifest_json, "store"); m.is_ok()) {

@@ -227,8 +227,8 @@ void HttpApi::routes() {
     f.team = req.param("team");
     f.name = req.param("name");
     f.node = req.param("node");
-    if (auto st = apply_job_list_params(req.param("sort"), req.param("order"),
-                                        req.param("cursor"), f);
+    if (auto st =
+            apply_job_list_params(req.param("sort"), req.param("order"), req.param("cursor"), f);
         !st.is_ok())
       return reply_error(res, st);
     if (before > 0 && req.has_param("cursor"))

@@ -15,13 +15,6 @@ namespace {
 // Holds and updates keep a job pending; their events say so.
 const std::string kPending(model::job_state_name(model::JobState::Pending));
 
-util::Status check_access(const Principal& who, const store::JobRecord& rec) {
-  if (who.may_access_team(rec.team)) return util::Status::ok();
-  return util::Status(util::StatusCode::PermissionDenied,
-                      fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                  rec.id.value(), rec.team, who.team));
-}
-
 // Why `verb` cannot change job `rec` unless it is pending; OK when it is.
 util::Status require_pending(const store::JobRecord& rec, bool has_workers, std::string_view verb,
                              std::string_view why) {
@@ -78,7 +71,7 @@ util::Result<nlohmann::json> ControlPlane::set_held(util::JobId id, const Princi
                                                     bool held) {
   const char* verb = held ? "held" : "released";
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
-  TY_RETURN_IF_ERROR(check_access(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   std::lock_guard lock(mu_);
   auto it = active_.find(id);
@@ -117,7 +110,7 @@ util::Result<nlohmann::json> ControlPlane::update(util::JobId id, std::string_vi
                                                   const Principal& who) {
   TY_ASSIGN_OR_RETURN(const PriorityChoice choice, parse_update(body));
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
-  TY_RETURN_IF_ERROR(check_access(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   std::lock_guard lock(mu_);
   auto it = active_.find(id);
@@ -161,7 +154,7 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
         "job {} is not a job array's id (an array's id is its first task's id, which `trainyard "
         "run --array` prints); cancel a single job with `trainyard cancel {}`",
         array_id.value(), array_id.value()));
-  TY_RETURN_IF_ERROR(check_access(who, first));
+  TY_RETURN_IF_ERROR(check_job_access(who, first.id, first.team));
   Tx tx;
   nlohmann::json cancelled = nlohmann::json::array();
   nlohmann::json stopping = nlohmann::json::array();

@@ -11,10 +11,7 @@ namespace trainyard::server {
 util::Result<int64_t> ControlPlane::job_log_start(util::JobId id, int attempt, int rank,
                                                   const LogWindow& window, const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  if (!who.may_access_team(rec.team))
-    return util::Status(util::StatusCode::PermissionDenied,
-                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                    id.value(), rec.team, who.team));
+  TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   if (attempt <= 0) {
     attempt = rec.attempt;
     if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;  // latest that ran

@@ -113,10 +113,7 @@ nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMe
 util::Result<nlohmann::json> ControlPlane::job_metrics(util::JobId id, int max_points,
                                                        const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  if (!who.may_access_team(rec.team))
-    return util::Status(util::StatusCode::PermissionDenied,
-                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                    id.value(), rec.team, who.team));
+  TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   std::vector<std::pair<int, telemetry::StepMetrics>> lines;
   std::vector<std::string> notes;
   // The job controls its metrics files: read them with its own permissions, never root's.

@@ -30,13 +30,6 @@ nlohmann::json parse_or_empty(const std::string& text) {
   return nlohmann::json::parse(text, nullptr, false);
 }
 
-util::Status permission(const Principal& who, const store::JobRecord& rec) {
-  if (who.may_access_team(rec.team)) return util::Status::ok();
-  return util::Status(util::StatusCode::PermissionDenied,
-                      fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                  rec.id.value(), rec.team, who.team));
-}
-
 constexpr const char* kStopNames[] = {"", "preempt", "cancel", "deadline", "failure"};
 
 }  // namespace
@@ -100,7 +93,7 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
     TY_ASSIGN_OR_RETURN(rec, load_record(id));
     j = job_json(nullptr, rec);
   }
-  TY_RETURN_IF_ERROR(permission(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
   add_progress(j, rec, checkpoint_dir_of(rec));
   add_step_progress(j);
@@ -152,7 +145,7 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
 
 util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  TY_RETURN_IF_ERROR(permission(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   const std::string dir = checkpoint_dir_of(rec);
   nlohmann::json items = nlohmann::json::array();
   const auto identity = file_identity(rec.team);
@@ -199,14 +192,22 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
       recs.pop_back();
   }
   nlohmann::json items = nlohmann::json::array();
+  // Rows read above as unfinished whose jobs have left memory since: a cycle ended them after
+  // the read (and committed that before it let go of the lock), so the row is stale.
+  std::vector<std::pair<size_t, util::JobId>> stale;
   std::unique_lock lock(mu_);
   for (const auto& r : recs) {
     auto it = active_.find(r.id);
     // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
+    if (it == active_.end() && !model::is_terminal(r.state)) stale.emplace_back(items.size(), r.id);
     items.push_back(it != active_.end() ? job_json(&it->second, it->second.rec)
                                         : job_json(nullptr, r));
   }
   lock.unlock();  // progress may read metrics files
+  for (const auto& [index, id] : stale) {
+    // Otherwise a list could show a task that ended next to the one that took its place.
+    if (auto fresh = load_record(id); fresh.is_ok()) items[index] = job_json(nullptr, *fresh);
+  }
   for (auto& item : items) add_step_progress(item);
   // Rows after the page: more of them (forward) or the cursor's own row (backward); rows ahead
   // of it: the cursor's row (forward) or more of them (backward).
@@ -227,7 +228,7 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
 util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t after_seq,
                                                       const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  TY_RETURN_IF_ERROR(permission(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   std::lock_guard lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto events, reader_->events(id, after_seq, 10000));
   nlohmann::json arr = nlohmann::json::array();
@@ -246,7 +247,7 @@ util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t af
 util::Result<LogChunk> ControlPlane::job_log(util::JobId id, int attempt, int rank, int64_t offset,
                                              int64_t max_bytes, const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  TY_RETURN_IF_ERROR(permission(who, rec));
+  TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   if (rank < 0 || rank >= 1024) return util::invalid_argument("rank must be in 0..1023");
   if (attempt <= 0) {
     attempt = rec.attempt;

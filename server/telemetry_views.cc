@@ -354,10 +354,7 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
 util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
                                                const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
-  if (!who.may_access_team(rec.team))
-    return util::Status(util::StatusCode::PermissionDenied,
-                        fmt::format("job {} belongs to team '{}'; your token is for team '{}'",
-                                    id.value(), rec.team, who.team));
+  TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   TY_ASSIGN_OR_RETURN(JobSeries series, job_series(id));
   json minutes = json::array();
   for (const auto& m : series.minutes) minutes.push_back(minute_json(m));
