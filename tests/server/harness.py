@@ -1,5 +1,6 @@
 """Starts the real `trainyard server` on a free port with a temporary state directory and
 simulated GPUs, and drives it with the real CLI. Used by the end-to-end tests; stdlib only."""
+import ctypes
 import json
 import os
 import signal
@@ -18,6 +19,13 @@ def private_file(path, mode="w"):
     users when the server is root) for passing through, and the test's own files there are not
     theirs to read."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC), 0o600), mode)
+
+
+def stop_when_parent_dies():
+    """In the child before exec: SIGTERM when the test process ends on any path (a failed
+    assertion, ctest's timeout, kill -9), so no server outlives the test that started it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -69,7 +77,8 @@ class Server:
         if self.config_path:
             cmd += ["--config", self.config_path]
         self.log = private_file(os.path.join(self.state_dir, "server.log"), "a")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     preexec_fn=stop_when_parent_dies)
         deadline = time.time() + 20
         while time.time() < deadline:
             if os.path.exists(addr):

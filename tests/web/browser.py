@@ -43,6 +43,17 @@ def skip_if_missing():
         sys.exit(0)
 
 
+def chromium_that_ends_with_its_driver(folder):
+    """A launcher for Chromium that gets SIGTERM when chromedriver, its parent, ends: with the
+    driver's own parent-death signal, a test that dies on any path leaves no browser behind."""
+    path = os.path.join(folder, ".chromium-launcher")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\nexec setpriv --pdeathsig TERM {CHROMIUM} "$@"\n')
+        os.chmod(path, 0o755)
+    return path
+
+
 class Browser:
     """One headless Chromium window. `shots` is the folder screenshots go to."""
 
@@ -50,13 +61,15 @@ class Browser:
         self.base_url, self.shots = base_url.rstrip("/"), shots
         os.makedirs(shots, exist_ok=True)
         opts = webdriver.ChromeOptions()
-        opts.binary_location = CHROMIUM
+        opts.binary_location = chromium_that_ends_with_its_driver(shots)
         for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                     "--no-first-run", "--disable-extensions", f"--window-size={size[0]},{size[1]}",
                     "--force-device-scale-factor=1", "--lang=en-US"):
             opts.add_argument(arg)
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        # chromedriver ends with the test process on any path (it takes its Chromium along).
+        service = Service(CHROMEDRIVER, popen_kw={"preexec_fn": harness.stop_when_parent_dies})
+        self.driver = webdriver.Chrome(service=service, options=opts)
         self.driver.set_window_size(*size)
         self.driver.set_page_load_timeout(30)
 
