@@ -23,8 +23,10 @@ try:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.common.exceptions import StaleElementReferenceException
 except ImportError:  # reported by missing()
     webdriver = Service = By = Keys = WebDriverWait = None
+    StaleElementReferenceException = Exception
 
 
 def missing():
@@ -85,13 +87,17 @@ class Browser:
         self.driver.execute_script("location.hash = arguments[0]", route)
 
     def wait_for(self, css, timeout=15, text=None):
-        """The first element matching `css` once it is displayed (and contains `text`)."""
+        """The first element matching `css` once it is displayed (and contains `text`).
+
+        A page that renders again replaces its elements between the search and the check;
+        such a stale element is looked for again at the next poll, not an error."""
         def found(d):
             for el in d.find_elements(By.CSS_SELECTOR, css):
                 if el.is_displayed() and (text is None or text in el.text):
                     return el
             return False
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(
             found, f"no visible {css}" + (f" containing {text!r}" if text else ""))
 
     def wait_until(self, predicate, timeout=15, message="condition"):
