@@ -1,0 +1,399 @@
+"""The trainyard shard format: records in large files, with an index and checksums.
+
+Standard library only. A dataset is a directory with shard files and index.json.
+See trainyard.data for why this layout and not tar or MDS.
+
+Shard file (little-endian), written once and never modified:
+
+    b"TYSHARD1"                          8-byte magic
+    record 0 .. record n-1               stored bytes, back to back (compressed
+                                         one by one when the codec is not "none",
+                                         so any record is readable on its own)
+    index: n x (u64 offset, u32 stored length, u32 crc32 of the stored bytes)
+    trailer, 32 bytes: u64 index offset, u32 n, u32 codec id,
+                       u32 crc32 of the index, u32 crc32 of these 20 bytes,
+                       b"TYSHEND1"
+
+index.json lists every shard with its record count, byte size and index crc32,
+plus the codec, and "fingerprint": the sha256 of all of that. The fingerprint
+checks index.json itself and names the dataset in a loader's saved position.
+A shard that is missing, truncated, replaced or bit-rotted fails one of these
+checks with a DataError naming the file; nothing is skipped silently.
+"""
+
+import bisect
+import hashlib
+import json
+import lzma
+import os
+import struct
+import zlib
+
+MAGIC = b"TYSHARD1"
+END_MAGIC = b"TYSHEND1"
+INDEX_FILE = "index.json"
+FORMAT = "trainyard-shards"
+VERSION = 1
+CODECS = {"none": 0, "zlib": 1, "lzma": 2}
+_CODEC_NAMES = {v: k for k, v in CODECS.items()}
+_ENTRY = struct.Struct("<QII")
+_TRAILER = struct.Struct("<QIIII8s")
+_COALESCE_GAP = 256 << 10  # records closer than this are read with one pread
+
+
+class DataError(Exception):
+    """A dataset, shard, cache or saved loader position that cannot be used as is."""
+
+
+def _compress(codec, data, level):
+    if codec == "zlib":
+        return zlib.compress(data, 6 if level is None else level)
+    if codec == "lzma":
+        return lzma.compress(data, preset=6 if level is None else level)
+    return data
+
+
+def _decompress(codec, data):
+    if codec == "zlib":
+        return zlib.decompress(data)
+    if codec == "lzma":
+        return lzma.decompress(data)
+    return data
+
+
+def _fingerprint(doc):
+    body = {k: doc[k] for k in ("format", "version", "codec", "records", "shards")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+class ShardWriter:
+    """Writes records (bytes) into shards of about `shard_bytes` each, then index.json.
+
+    codec: "none", "zlib" or "lzma", applied to each record; level: its level.
+    The dataset exists once close() (or leaving the `with` block) has written
+    index.json atomically; a crash before leaves no index, so readers refuse it.
+    """
+
+    def __init__(self, directory, codec="none", shard_bytes=64 << 20, level=None):
+        if codec not in CODECS:
+            raise ValueError("codec must be one of %s (got %r)" % (sorted(CODECS), codec))
+        if shard_bytes < 1:
+            raise ValueError("shard_bytes must be >= 1 (got %r)" % (shard_bytes,))
+        self.directory = directory
+        self.codec = codec
+        self.level = level
+        self.shard_bytes = shard_bytes
+        os.makedirs(directory, exist_ok=True)
+        if os.path.exists(os.path.join(directory, INDEX_FILE)):
+            raise DataError("%s already holds a dataset (%s exists); write into an empty "
+                            "directory or delete the old one first"
+                            % (directory, INDEX_FILE))
+        self._shards = []
+        self._file = None
+        self._entries = []
+        self._offset = 0
+        self.records = 0
+
+    def write(self, record):
+        """Appends one record (bytes-like)."""
+        if self._file is None:
+            self._open_shard()
+        stored = _compress(self.codec, bytes(record), self.level)
+        self._file.write(stored)
+        self._entries.append(_ENTRY.pack(self._offset, len(stored), zlib.crc32(stored)))
+        self._offset += len(stored)
+        self.records += 1
+        if self._offset >= self.shard_bytes:
+            self._close_shard()
+
+    def _open_shard(self):
+        name = "shard-%05d.tys" % len(self._shards)
+        self._path = os.path.join(self.directory, name)
+        self._file = open(self._path + ".tmp", "wb")
+        self._file.write(MAGIC)
+        self._offset = len(MAGIC)
+        self._entries = []
+
+    def _close_shard(self):
+        index = b"".join(self._entries)
+        head = struct.pack("<QIII", self._offset, len(self._entries), CODECS[self.codec],
+                           zlib.crc32(index))
+        self._file.write(index)
+        self._file.write(_TRAILER.pack(*struct.unpack("<QIII", head), zlib.crc32(head),
+                                       END_MAGIC))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        size = self._file.tell()
+        self._file.close()
+        self._file = None
+        os.replace(self._path + ".tmp", self._path)
+        self._shards.append({"name": os.path.basename(self._path), "records": len(self._entries),
+                             "bytes": size, "index_crc32": zlib.crc32(index)})
+
+    def close(self):
+        """Finishes the last shard and writes index.json (tmp file, fsync, rename)."""
+        if self._file is not None:
+            self._close_shard()
+        doc = {"format": FORMAT, "version": VERSION, "codec": self.codec,
+               "records": self.records, "shards": self._shards}
+        doc["fingerprint"] = _fingerprint(doc)
+        path = os.path.join(self.directory, INDEX_FILE)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+        return doc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif self._file is not None:
+            self._file.close()
+
+
+def write_dataset(directory, records, **kw):
+    """Writes an iterable of bytes records as a dataset; returns its index document."""
+    with ShardWriter(directory, **kw) as w:
+        for r in records:
+            w.write(r)
+    return w.close()
+
+
+def read_index(directory):
+    """index.json of a dataset, checked against its fingerprint."""
+    path = os.path.join(directory, INDEX_FILE)
+    fix = ("rewrite the dataset with trainyard.data.ShardWriter, or restore %s from the "
+           "source it was copied from" % path)
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise DataError("%s not found: %s is not a trainyard dataset (or it was never "
+                        "finished: ShardWriter.close() writes it)" % (path, directory)) from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataError("%s is not valid JSON (%s); it is torn or corrupted: %s"
+                        % (path, e, fix)) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise DataError("%s is not a %s index; %s" % (path, FORMAT, fix))
+    if doc.get("version") != VERSION:
+        raise DataError("%s has version %r; this trainyard reads version %d"
+                        % (path, doc.get("version"), VERSION))
+    try:
+        ok = _fingerprint(doc) == doc.get("fingerprint")
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise DataError("%s fails its checksum (fingerprint does not match its content): it "
+                        "was edited or corrupted; %s" % (path, fix))
+    return doc
+
+
+class ShardReader:
+    """Random access to the records of one shard file, each checked against its crc32.
+
+    `expected` is the shard's entry in index.json; the file must match it. Reads
+    use os.pread, so one reader is safe to share between threads and across fork.
+    """
+
+    def __init__(self, path, expected=None, codec=None):
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY)
+        try:
+            self._load(expected, codec)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _bad(self, what):
+        return DataError("shard %s is %s; re-copy it from the dataset's source or rewrite the "
+                         "dataset (trainyard.data.ShardWriter)" % (self.path, what))
+
+    def _load(self, expected, codec):
+        size = os.fstat(self._fd).st_size
+        if expected is not None and size != expected["bytes"]:
+            raise self._bad("torn: %d bytes, index.json says %d" % (size, expected["bytes"]))
+        if size < len(MAGIC) + _TRAILER.size:
+            raise self._bad("torn: only %d bytes" % size)
+        trailer = os.pread(self._fd, _TRAILER.size, size - _TRAILER.size)
+        index_off, count, codec_id, index_crc, trailer_crc, end = _TRAILER.unpack(trailer)
+        if end != END_MAGIC or zlib.crc32(trailer[:20]) != trailer_crc:
+            raise self._bad("torn or corrupted: its trailer is damaged")
+        if os.pread(self._fd, len(MAGIC), 0) != MAGIC:
+            raise self._bad("not a trainyard shard (bad magic)")
+        if index_off + count * _ENTRY.size + _TRAILER.size != size:
+            raise self._bad("corrupted: its trailer does not match the file size")
+        self.index = os.pread(self._fd, count * _ENTRY.size, index_off)
+        if zlib.crc32(self.index) != index_crc:
+            raise self._bad("corrupted: its record index fails its crc32")
+        if expected is not None and (count != expected["records"]
+                                     or index_crc != expected["index_crc32"]):
+            raise self._bad("not the shard index.json lists (%d records, index crc32 %08x; "
+                            "index.json says %d, %08x)" % (count, index_crc, expected["records"],
+                                                           expected["index_crc32"]))
+        self.codec = _CODEC_NAMES.get(codec_id)
+        if self.codec is None or (codec is not None and codec != self.codec):
+            raise self._bad("written with codec id %d, index.json says %r" % (codec_id, codec))
+        self.count = count
+
+    def __len__(self):
+        return self.count
+
+    def _check(self, i, stored, crc):
+        if zlib.crc32(stored) != crc:
+            raise self._bad("corrupted: record %d fails its crc32" % i)
+        try:
+            return _decompress(self.codec, stored)
+        except (zlib.error, lzma.LZMAError) as e:
+            raise self._bad("corrupted: record %d does not decompress (%s)" % (i, e)) from None
+
+    def read(self, i):
+        """Record `i` (0-based within this shard) as bytes."""
+        if not 0 <= i < self.count:
+            raise IndexError("record %d out of range for %s (%d records)"
+                             % (i, self.path, self.count))
+        offset, length, crc = _ENTRY.unpack_from(self.index, i * _ENTRY.size)
+        stored = os.pread(self._fd, length, offset)
+        if len(stored) != length:
+            raise self._bad("torn: record %d is cut short" % i)
+        return self._check(i, stored, crc)
+
+    def read_many(self, locals_):
+        """Records at these positions, in the given order; neighbours share one pread."""
+        entries = sorted((_ENTRY.unpack_from(self.index, i * _ENTRY.size), k, i)
+                         for k, i in enumerate(locals_))
+        out = [None] * len(entries)
+        run = []
+        for entry in entries + [None]:
+            if run and (entry is None or entry[0][0] - (run[-1][0][0] + run[-1][0][1])
+                        > _COALESCE_GAP):
+                start = run[0][0][0]
+                end = run[-1][0][0] + run[-1][0][1]
+                blob = memoryview(os.pread(self._fd, end - start, start))
+                if len(blob) != end - start:
+                    raise self._bad("torn: records are cut short")
+                for (offset, length, crc), k, i in run:
+                    out[k] = self._check(i, blob[offset - start:offset - start + length], crc)
+                run = []
+            if entry is not None:
+                run.append(entry)
+        return out
+
+    def close(self):
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class ShardDataset:
+    """The records of a dataset directory as one sequence of bytes, by global index.
+
+    directory: a local dataset, or with `cache` a slower one (remote storage,
+    a network file system) whose shards are copied into the ShardCache on first
+    use. Opening checks index.json and that every shard exists with the listed
+    size. Also a map-style torch Dataset (len and indexing), for DataLoader.
+    """
+
+    def __init__(self, directory, cache=None, max_open=64):
+        self.directory = directory
+        self.cache = cache
+        self.max_open = max_open
+        doc = read_index(directory)
+        self.codec = doc["codec"]
+        self.shards = doc["shards"]
+        self.fingerprint = doc["fingerprint"]
+        self.starts = []
+        total = 0
+        for s in self.shards:
+            self.starts.append(total)
+            total += s["records"]
+        self.n = total
+        if total != doc["records"]:
+            raise DataError("%s: shards hold %d records, but it says %d; rewrite the dataset"
+                            % (os.path.join(directory, INDEX_FILE), total, doc["records"]))
+        for s in self.shards:
+            self._check_present(s)
+        self._readers = {}
+
+    def _check_present(self, s):
+        path = os.path.join(self.directory, s["name"])
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            raise DataError("shard %s is missing (listed in %s with %d records); restore it from "
+                            "the dataset's source or rewrite the dataset"
+                            % (path, INDEX_FILE, s["records"])) from None
+        if size != s["bytes"]:
+            raise DataError("shard %s is torn: %d bytes, %s says %d; re-copy it from the "
+                            "dataset's source or rewrite the dataset"
+                            % (path, size, INDEX_FILE, s["bytes"]))
+
+    def __len__(self):
+        return self.n
+
+    def locate(self, i):
+        """(shard number, record number within it) of global record `i`."""
+        if not 0 <= i < self.n:
+            raise IndexError("record %d out of range (dataset has %d)" % (i, self.n))
+        j = bisect.bisect_right(self.starts, i) - 1
+        return j, i - self.starts[j]
+
+    def reader(self, j):
+        """The ShardReader of shard `j`, opened (and fetched into the cache) on first use."""
+        r = self._readers.get(j)
+        if r is not None:
+            return r
+        if len(self._readers) >= self.max_open:
+            # Not closed here: a thread may be reading from it; it closes when unused.
+            self._readers.pop(next(iter(self._readers)))
+        s = self.shards[j]
+        for attempt in range(3):
+            path = os.path.join(self.directory, s["name"])
+            if self.cache is not None:
+                path = self.cache.fetch(path, "%s-%s" % (self.fingerprint[:16], s["name"]),
+                                        s["bytes"])
+            try:
+                r = ShardReader(path, expected=s, codec=self.codec)
+                break
+            except FileNotFoundError:
+                if self.cache is None or attempt == 2:
+                    self._check_present(s)
+                    raise
+                # Evicted by another process between fetch and open: fetch again.
+        self._readers[j] = r
+        return r
+
+    def __getitem__(self, i):
+        j, k = self.locate(i)
+        return self.reader(j).read(k)
+
+    def read_many(self, indices):
+        """Records at these global indices, in order; one coalesced read per shard."""
+        by_shard = {}
+        for pos, i in enumerate(indices):
+            j, k = self.locate(i)
+            by_shard.setdefault(j, []).append((pos, k))
+        out = [None] * len(indices)
+        for j, items in by_shard.items():
+            for (pos, _), rec in zip(items, self.reader(j).read_many([k for _, k in items])):
+                out[pos] = rec
+        return out
+
+    def close(self):
+        for r in self._readers.values():
+            r.close()
+        self._readers = {}
+
+    def __getstate__(self):  # pickled into spawned workers: open files stay behind
+        state = dict(self.__dict__)
+        state["_readers"] = {}
+        return state

@@ -1,0 +1,323 @@
+"""A resumable batch loader over a ShardDataset, with bounded background prefetch.
+
+The order of an epoch is a pure function of (seed, epoch, dataset, world size),
+so the loader's position is just (epoch, batches handed out): state() is a
+small dict for the checkpoint, and load() of it makes the loader yield exactly
+the batches an uninterrupted run would have yielded next. Workers (threads or
+forked processes) only decode batches whose indices the main process chose.
+"""
+
+import ctypes
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+
+from . import runtime
+from .data_format import DataError
+
+STATE_FORMAT = "trainyard-data"
+_PR_SET_PDEATHSIG = 1
+
+
+def epoch_order(n, seed, epoch, shuffle=True, shuffle_buffer=None, shard_sizes=None):
+    """The global record order of `epoch`: a list of indices into the dataset.
+
+    shuffle_buffer None: a full permutation (every record may follow any other).
+    shuffle_buffer k: shards in a permuted order, read in sequence through a
+    k-record shuffle buffer, as streaming loaders do; each window of the epoch
+    then touches few shards, which keeps a bounded ShardCache effective.
+    Both are seeded by a str of (seed, epoch): hashed with SHA-512 by random,
+    so the same in every process and Python version 3.2+.
+    """
+    if not shuffle:
+        return list(range(n))
+    rng = random.Random("trainyard-data:%s:%d" % (seed, epoch))
+    if not shuffle_buffer:
+        order = list(range(n))
+        rng.shuffle(order)
+        return order
+    sizes = shard_sizes or [n]
+    starts = [sum(sizes[:j]) for j in range(len(sizes))]
+    shard_order = list(range(len(sizes)))
+    rng.shuffle(shard_order)
+    buf, out = [], []
+    randbelow = rng.randrange
+    for j in shard_order:
+        for i in range(starts[j], starts[j] + sizes[j]):
+            if len(buf) < shuffle_buffer:
+                buf.append(i)
+            else:
+                slot = randbelow(shuffle_buffer)
+                out.append(buf[slot])
+                buf[slot] = i
+    rng.shuffle(buf)
+    out.extend(buf)
+    return out
+
+
+def check_state(state, mine, kind, order_keys, split_keys, per_epoch):
+    """Validates a saved position against this loader's settings; returns (epoch, batch).
+
+    order_keys must match always (they fix the order). split_keys (world size,
+    batch size) may differ only at an epoch boundary, where the new split starts.
+    """
+    if not isinstance(state, dict) or state.get("format") != kind:
+        raise DataError("not a %s state (format %r); pass what this loader's state() returned"
+                        % (kind, state.get("format") if isinstance(state, dict) else state))
+    for key in order_keys:
+        if state.get(key) != mine[key]:
+            raise DataError("data state has %s=%r, this loader %r; resuming would not reproduce "
+                            "the order. Use the same %s as the run that saved it, or start "
+                            "without load() to begin a new order"
+                            % (key, state.get(key), mine[key], key))
+    epoch, batch = int(state["epoch"]), int(state["batch"])
+    changed = [k for k in split_keys if state.get(k) != mine[k]]
+    if changed:
+        saved_batches = state.get("batches_per_epoch")
+        if batch == 0 or (saved_batches is not None and batch >= saved_batches):
+            return (epoch if batch == 0 else epoch + 1), 0
+        raise DataError(
+            "data state was saved with %s mid-epoch (epoch %d, batch %d), but this loader has "
+            "%s: the position counts batches of that split, so loading it would repeat or skip "
+            "samples. Resume with the same settings, or restart at an epoch boundary: "
+            "loader.set_epoch(%d) to redo that epoch or set_epoch(%d) to start the next"
+            % (", ".join("%s=%r" % (k, state.get(k)) for k in changed), epoch, batch,
+               ", ".join("%s=%r" % (k, mine[k]) for k in changed), epoch, epoch + 1))
+    if not 0 <= batch <= per_epoch:
+        raise DataError("data state has batch %d, outside 0..%d" % (batch, per_epoch))
+    return epoch, batch
+
+
+def env_rank(rank, world_size):
+    """rank/world_size, taken from RANK/WORLD_SIZE where None."""
+    if rank is None:
+        rank = int(os.environ.get("RANK", "0") or 0)
+    if world_size is None:
+        world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError("need 0 <= rank < world_size (got rank=%r, world_size=%r)"
+                         % (rank, world_size))
+    return rank, world_size
+
+
+class StepTimer:
+    """Measures how long the training loop waited on the loader, per step.
+
+    A step runs from one next() call to the next. Inside the loop body,
+    step_metrics() gives {"data_wait_s": time blocked in the last next(),
+    "step_time_s": time since that next() began}, ready for
+    trainyard.report(step=..., loss=..., **loader.step_metrics()); the
+    server's doctor flags a job whose data wait exceeds 5% of step time.
+    """
+
+    def __init__(self):
+        self.last_wait_s = 0.0
+        self.total_wait_s = 0.0
+        self._step_start = None
+
+    def _begin(self):
+        self._step_start = time.monotonic()
+
+    def _end(self):
+        wait = time.monotonic() - self._step_start
+        self.last_wait_s = wait
+        self.total_wait_s += wait
+
+    def step_metrics(self):
+        if self._step_start is None:
+            return {}
+        return {"data_wait_s": round(self.last_wait_s, 6),
+                "step_time_s": round(time.monotonic() - self._step_start, 6)}
+
+
+class WaitTimer(StepTimer):
+    """Wraps any iterable (a torch DataLoader, ...) to measure its data wait per step."""
+
+    def __init__(self, iterable):
+        super().__init__()
+        self.iterable = iterable
+
+    def __iter__(self):
+        it = iter(self.iterable)
+        while True:
+            self._begin()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            self._end()
+            yield item
+
+
+def _work(dataset, decode, collate, indices):
+    records = dataset.read_many(indices)
+    return collate([decode(r) for r in records])
+
+
+def _identity(x):
+    return x
+
+
+class _InlinePool:
+    """No workers: each batch is made when the loop asks for it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.pending = {}
+
+    def submit(self, b, indices):
+        self.pending[b] = indices
+
+    def result(self, b):
+        return self.fn(self.pending.pop(b))
+
+    def drain(self):
+        self.pending.clear()
+
+    def close(self):
+        pass
+
+
+class _ThreadPool:
+    """Threads: good when decoding releases the GIL (zlib, file reads, numpy, PIL)."""
+
+    def __init__(self, fn, workers):
+        from concurrent.futures import ThreadPoolExecutor
+        self.fn = fn
+        self.ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainyard-data")
+        self.pending = {}
+
+    def submit(self, b, indices):
+        self.pending[b] = self.ex.submit(self.fn, indices)
+
+    def result(self, b):
+        return self.pending.pop(b).result()
+
+    def drain(self):
+        for f in self.pending.values():
+            f.cancel()
+        for f in self.pending.values():
+            if not f.cancelled():
+                f.exception()
+        self.pending.clear()
+
+    def close(self):
+        self.drain()
+        self.ex.shutdown(wait=True)
+
+
+def _process_main(conn, fn):
+    """A forked worker: batches in, results out, in order; dies with its parent."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: a parent's SIGKILL may orphan it
+        pass
+    runtime.ignore_notice_signals()  # the main process acts on the notice (runtime.py)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        b, indices = msg
+        try:
+            out = ("ok", b, fn(indices))
+        except Exception as e:
+            out = ("err", b, "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
+        conn.send(out)
+
+
+class _ProcessPool:
+    """Forked processes; batch b goes to worker b % n, which answers in order.
+
+    Results travel through a socket pair pickled by multiprocessing's
+    ForkingPickler, so torch tensors in a batch go through shared memory as in
+    DataLoader. A worker blocks while its socket is full: memory stays bounded.
+    """
+
+    def __init__(self, fn, workers):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        self.conns, self.procs = [], []
+        for _ in range(workers):
+            mine, theirs = ctx.Pipe(duplex=True)
+            p = ctx.Process(target=_process_main, args=(theirs, fn), daemon=True,
+                            name="trainyard-data")
+            p.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(p)
+        self.outstanding = [0] * workers
+        self.pending = set()
+
+    def submit(self, b, indices):
+        w = b % len(self.conns)
+        self.conns[w].send((b, indices))
+        self.outstanding[w] += 1
+        self.pending.add(b)
+
+    def _recv(self, w):
+        try:
+            msg = self.conns[w].recv()
+        except (EOFError, OSError):
+            p = self.procs[w]
+            p.join(1)
+            raise DataError("loader worker %d (pid %d) died (exit code %s); if it was killed "
+                            "for memory, lower prefetch or batch_size"
+                            % (w, p.pid, p.exitcode)) from None
+        self.outstanding[w] -= 1
+        return msg
+
+    def result(self, b):
+        w = b % len(self.conns)
+        kind, got, value = self._recv(w)
+        self.pending.discard(got)
+        if got != b:
+            raise DataError("loader worker %d answered batch %d for %d" % (w, got, b))
+        if kind == "err":
+            raise DataError("loader worker %d failed on batch %d: %s" % (w, b, value))
+        return value
+
+    def drain(self):
+        for w, n in enumerate(self.outstanding):
+            for _ in range(n):
+                self._recv(w)
+        self.pending.clear()
+
+    def close(self):
+        for conn, p in zip(self.conns, self.procs):
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            conn.close()
+        for p in self.procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        self.conns, self.procs = [], []
+
+
+def pin(obj):
+    """obj with every CPU tensor in it moved to pinned (page-locked) memory."""
+    torch = sys.modules["torch"]
+    if isinstance(obj, torch.Tensor):
+        return obj.pin_memory()
+    if isinstance(obj, dict):
+        return {k: pin(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(pin(v) for v in obj)
+    return obj
+
+
+def want_pinning(pin_memory):
+    """pin_memory, or where None: torch is already imported and CUDA is available."""
+    if pin_memory is not None:
+        return bool(pin_memory)
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_available())
