@@ -70,6 +70,11 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       sj.last_checkpoint = job.last_checkpoint;
       sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
     } else {
+      // How long its last attempt ran, as the simulator sets it: Tiresias promotes a job that
+      // has waited starvation_factor times that long.
+      if (job.rec.attempt > 1 && job.rec.started > util::kEpoch &&
+          job.rec.queued_since > job.rec.started)
+        sj.last_run = job.rec.queued_since - job.rec.started;
       for (auto dep : job.depends_on) {
         const auto state = dependency_state(dep);
         if (state && *state == model::JobState::Succeeded) continue;

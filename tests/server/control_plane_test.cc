@@ -175,6 +175,39 @@ TEST_F(ControlPlaneTest, PreemptionSendsNoticeThenKillsAfterGrace) {
   EXPECT_EQ(job(high)["state"], "running");
 }
 
+// Tiresias promotes a job that has waited starvation_factor times its last attempt's length to
+// the first queue (it then ranks first among pending jobs; it still preempts only by its
+// service queue). The server must tell the scheduler that length, as the simulator does.
+TEST_F(ControlPlaneTest, TiresiasPromotesAStarvedJob) {
+  ServerConfig c;
+  c.policy.name = "tiresias";
+  c.policy.min_runtime = util::seconds(60);
+  c.policy.tiresias.queue_thresholds = {100, 100'000};  // GPU-seconds
+  c.policy.tiresias.starvation_factor = 2;
+  open(c);
+  const int64_t a = submit(job_yaml("a", "", 4));
+  cycle();
+  ASSERT_EQ(job(a)["state"], "running");
+  cycle(70);  // 280 GPU-seconds: a falls to the second queue
+  const int64_t b = submit(job_yaml("b", "  preemptible: false\n", 4));
+  cycle();  // b, in the first queue, preempts a
+  ASSERT_EQ(job(a)["state"], "preempting");
+  exec_.exit(1000, 75);
+  cycle();
+  ASSERT_EQ(job(a)["state"], "pending");
+  cycle();
+  ASSERT_EQ(job(b)["state"], "running");
+  // c, new and in the first queue, outranks a until a has waited 2 x its 70 s run.
+  const int64_t c_id = submit(job_yaml("c", "", 4));
+  cycle(150);
+  ASSERT_EQ(job(c_id)["state"], "pending");
+  exec_.exit(1001, 0);  // b ends: its GPUs go to the job ranked first
+  cycle();
+  cycle();
+  EXPECT_EQ(job(a)["state"], "running") << "a waited past 2 x its last run and was not promoted";
+  EXPECT_EQ(job(c_id)["state"], "pending");  // the minimum run time protects a from c
+}
+
 TEST_F(ControlPlaneTest, DependencyStartsOnlyAfterSuccess) {
   const int64_t a = submit(job_yaml("a", "", 1));
   const int64_t b = submit(job_yaml("b", "  dependsOn: [a]\n", 1));
