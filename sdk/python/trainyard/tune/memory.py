@@ -102,18 +102,41 @@ def measure_peak(run, device, live):
         torch.cuda.synchronize(device)
         return torch.cuda.max_memory_reserved(device)
     base = tensor_bytes(live())
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run()
-    return base + _peak_of_records(prof)
+    return base + _peak_of_records(_allocation_records(run))
 
 
-def _peak_of_records(prof):
-    """The highest running sum of the profiler's CPU allocation records."""
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    events.sort(key=lambda e: e.start_us())  # stable: records of one microsecond keep their order
+def _allocation_records(run):
+    """The profiler's "[memory]" records of run(): one per allocation (+bytes) and
+    free (-bytes) through torch's allocators.
+
+    Drives torch.autograd.profiler.profile's trace directly and reads the raw
+    results: the public context manager also builds its event tree on exit, which
+    takes over ten times as long as a small step itself. Falls back to the public
+    torch.profiler API where those internals differ.
+    """
+    try:
+        prof = torch.autograd.profiler.profile(profile_memory=True, use_kineto=True)
+        begin, end = (prof._prepare_trace, prof._start_trace), torch.autograd._disable_profiler
+    except (AttributeError, TypeError):
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as public:
+            run()
+        events = public.profiler.kineto_results.events()
+    else:
+        for call in begin:
+            call()
+        try:
+            run()
+        finally:
+            events = end().events()
+    return [e for e in events if e.name() == "[memory]"]
+
+
+def _peak_of_records(records):
+    """The highest running sum of the CPU allocation records."""
+    records = sorted(records, key=lambda e: e.start_us())  # stable: one microsecond keeps order
     cur = peak = 0
-    for e in events:
+    for e in records:
         if str(e.device_type()).endswith("CPU"):
             cur += e.nbytes()
             peak = max(peak, cur)

@@ -12,6 +12,7 @@ import time
 import torch
 
 from . import amp, memory
+from .batch import TuneError
 
 
 def default_loss(model, batch):
@@ -40,7 +41,7 @@ def _tensors(batch):
 def batch_size_of(sample):
     sizes = {t.shape[0] for t in _tensors(sample) if t.dim() > 0}
     if len(sizes) != 1:
-        raise ValueError("sample_batch must be a tensor or a tuple/list/dict of tensors that "
+        raise TuneError("sample_batch must be a tensor or a tuple/list/dict of tensors that "
                          "share their first (batch) dimension (got first dimensions %s)"
                          % (sorted(sizes) or "none"))
     return sizes.pop()
@@ -83,7 +84,8 @@ class StepRunner:
         self.limit = limit_bytes
         params = list(model.parameters())
         if not params:
-            raise ValueError("the model has no parameters to train")
+            raise TuneError("the model has no parameters to train; tune() needs a model whose "
+                            "step updates parameters")
         self.device = params[0].device
         self._saved = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         self._rng = torch.get_rng_state()
