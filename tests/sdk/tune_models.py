@@ -108,3 +108,10 @@ def true_largest(model, make_optimizer, sample, limit, stop=10 ** 6):
     while size < stop and step_peak_bytes(model, make_optimizer, sample, size + 1) <= limit:
         size += 1
     return size
+
+
+def probe_setup():
+    """For `python -m trainyard.tune --probe --setup tune_models.py:probe_setup`."""
+    torch.set_num_threads(1)
+    model, sample = cnn_case()
+    return model, adam, sample

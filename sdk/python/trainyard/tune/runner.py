@@ -181,9 +181,12 @@ class StepRunner:
             raise failure
         return result
 
-    def _time(self, opt, scaler, batch, settings, steps):
+    def _time(self, opt, scaler, batch, settings, steps, min_seconds=0.25, max_steps=50):
+        """Medians over at least `steps` steps and `min_seconds` (small steps jitter)."""
         fb, op = [], []
-        for _ in range(steps):
+        started = time.perf_counter()
+        while len(fb) < steps or (time.perf_counter() - started < min_seconds
+                                  and len(fb) < max_steps):
             self._sync()
             t0 = time.perf_counter()
             self._forward_backward(batch, settings, scaler)
