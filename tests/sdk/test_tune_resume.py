@@ -44,8 +44,8 @@ class TuneResumeTest(unittest.TestCase):
 
     def test_fp32_resume_mid_accumulation_is_bitwise_identical(self):
         ref = self.train("fp32-ref", "fp32", [])
-        # After the 1st and 2nd micro-batch of an accumulation, at its end, and twice.
-        for stops in ([4], [5], [6], [2, 10]):
+        # Accumulations of 3: after its 2nd micro-batch; after a 1st, then at an end.
+        for stops in ([5], [4, 9]):
             with self.subTest(stops=stops):
                 got = self.train("fp32-" + "-".join(map(str, stops)), "fp32", stops)
                 self.assertEqual(got, ref, "final parameter bytes differ")

@@ -64,7 +64,7 @@ def _storage_bytes(tensors):
     seen = {}
     for t in tensors:
         if t is not None:
-            s = t.storage()
+            s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
             seen[s.data_ptr()] = s.nbytes()
     return sum(seen.values())
 

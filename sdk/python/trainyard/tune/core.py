@@ -49,10 +49,10 @@ def tune(model, make_optimizer, sample_batch, global_batch, *, loss_fn=None, wor
     if not 0 <= margin < 1:
         raise TuneError("margin must be in [0, 1) (got %r): it is the share of the budget "
                         "kept free" % (margin,))
-    device = next(model.parameters()).device
+    runner = StepRunner(model, make_optimizer, sample_batch, loss_fn, limit_bytes=0)
+    device = runner.device
     budget = int(memory_budget) if memory_budget else memory.default_budget(device)
-    limit = int(budget * (1 - margin))
-    runner = StepRunner(model, make_optimizer, sample_batch, loss_fn, limit)
+    limit = runner.limit = int(budget * (1 - margin))
     runner.limit_text = "%s budget less a %d%% margin" % (mib(budget), round(margin * 100))
     cap = -(-global_batch // world_size)
     if max_micro_batch:
