@@ -138,6 +138,10 @@ class TuneSearchTest(unittest.TestCase):
         plan = tune(model, tune_models.adam, sample, 12, env=env, report=False)
         self.assertEqual((plan.micro_batch, plan.accum_steps, plan.precision), (6, 2, "bf16"))
         self.assertIsNone(plan.measured)
+        self.assertTrue(plan.exact)
+        other = tune(model, tune_models.adam, sample, 16, env=env, report=False)
+        self.assertFalse(other.exact)
+        self.assertIn("gives a global batch of 12 (6 x 2 x 1 ranks), not the 16 asked", other.note)
 
 
 @unittest.skipUnless(sdk_test_util.have_torch(),

@@ -112,10 +112,13 @@ def device_precisions(device):
         tf32 = major >= 8
         if major >= 8 and torch.cuda.is_bf16_supported():
             return ["bf16", "fp32"], tf32, ("%s (sm_%d%d) supports bf16: bf16 autocast, no loss "
-                                            "scaling; TF32 for the fp32 rest" % (name, major, minor))
+                                            "scaling; TF32 for the fp32 rest"
+                                            % (name, major, minor))
         if major >= 7:
             return ["fp16", "fp32"], tf32, ("%s (sm_%d%d) has fp16 tensor cores but no bf16: "
-                                            "fp16 autocast with a GradScaler" % (name, major, minor))
+                                            "fp16 autocast with a GradScaler"
+                                            % (name, major, minor))
         return ["fp32"], False, "%s (sm_%d%d) has no tensor cores: fp32" % (name, major, minor)
-    return ["fp32", "bf16"], False, ("CPU: fp32 unless bf16 autocast measures at least 5% "
-                                     "faster (it needs AVX512-BF16 or AMX to pay off)")
+    return ["fp32", "bf16"], False, ("CPU: fp32 unless bf16 autocast measures faster by "
+                                     "min_gain (default 5%; it needs AVX512-BF16 or AMX to "
+                                     "pay off)")

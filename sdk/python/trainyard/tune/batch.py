@@ -92,8 +92,8 @@ def _nearest(global_batch, per_rank, rem, steps, max_micro_batch, world_size, ma
         small = max(d for d in range(1, max_micro_batch + 1) if per_rank % d == 0)
         why.append("the per-rank batch %d has no divisor between %d and the largest micro-batch "
                    "that fits (%d); its largest one, %d, would take %d accumulation steps "
-                   "instead of %d" % (per_rank, -int(-max_micro_batch // max_slowdown), max_micro_batch, small,
-                                      per_rank // small, steps))
+                   "instead of %d" % (per_rank, -int(-max_micro_batch // max_slowdown),
+                                      max_micro_batch, small, per_rank // small, steps))
     fix = ("ask for %d (or another multiple of %d)" % (got, steps * world_size) if rem else
            "ask for %d, or pass allow_inexact=False to take the exact split with %d steps"
            % (got, per_rank // small))

@@ -12,11 +12,9 @@ import math
 import os
 import time
 
-import torch
-
 from . import amp, memory
 from .batch import TuneError, split_global_batch
-from .plan import Plan
+from .plan import ENV_PREFIX, Plan
 from .runner import StepRunner, mib
 from .search import largest_micro_batch
 
@@ -34,6 +32,11 @@ def tune(model, make_optimizer, sample_batch, global_batch, *, loss_fn=None, wor
     memory_budget: bytes one rank may use (default: the GPU's free memory, or the
     host's available memory on CPU), of which `margin` is kept free;
     tolerance: binary search stops when within this fraction of the largest size.
+    A size fits when one step's peak, measured with the gradients and optimizer
+    state of an earlier step still alive (as in the middle of an accumulation),
+    stays within budget x (1 - margin) and nothing runs out of memory. The peak
+    is the CUDA allocator's high-water mark, or on CPU torch's allocations as the
+    profiler records them (trainyard.tune.memory says what that leaves out).
     A plan pinned by TRAINYARD_TUNE_* variables in `env` (default os.environ) is
     returned without measuring, so a probe's recommendation sticks.
     """
@@ -41,6 +44,11 @@ def tune(model, make_optimizer, sample_batch, global_batch, *, loss_fn=None, wor
     pinned = Plan.from_env(env)
     if pinned is not None:
         pinned.target_global_batch = global_batch
+        if not pinned.exact:
+            pinned.note = ("the plan pinned by %s* gives a global batch of %d (%d x %d x %d "
+                           "ranks), not the %d asked; update the job spec's env or the target"
+                           % (ENV_PREFIX, pinned.global_batch, pinned.micro_batch,
+                              pinned.accum_steps, pinned.world_size, global_batch))
         return pinned
     started = time.monotonic()
     # (1) Bad requests fail before any measuring.
@@ -74,11 +82,11 @@ def tune(model, make_optimizer, sample_batch, global_batch, *, loss_fn=None, wor
                             "memory use is not stable; raise margin=" % split.micro_batch)
         chosen = _choose(measured, preferred, split.accum_steps, min_gain)
         # (5) Naive: fp32, default layout, at the sample batch's size.
-        naive_size = min(runner.sample_size, largest)
-        naive = _naive(runner, measured, naive_size, time_steps)
+        naive = _naive(runner, measured, min(runner.sample_size, largest), time_steps)
     finally:
         # (6)
         runner.restore()
+    naive_size = naive.micro_batch
     naive_steps = math.ceil(global_batch / world_size / naive_size)
     chosen_m = measured[chosen.name()]
     per_sample = chosen_m.global_step_s(split.accum_steps) / (split.micro_batch * split.accum_steps)
