@@ -392,10 +392,19 @@ class DistributedModel:
             self._psgd.buckets_rebuilt()
 
     def _timed(self, hook):
+        import torch.distributed as dist
         clock, psgd = self._clock, self._psgd
+        # PowerSGD starts its second and third all-reduce in callbacks, which gloo runs on its
+        # own threads as work completes: two buckets' collectives can then start in another
+        # order on each rank, and gloo pairs them by order (seen: "op.preamble.length <=
+        # op.nbytes" aborts). One bucket at a time keeps the order; NCCL runs callbacks inline.
+        serialize = psgd is not None and dist.get_backend() != "nccl"
+        previous = [None]
 
         def timed_hook(state, bucket):
             started = time.perf_counter()
+            if serialize and previous[0] is not None:
+                previous[0].wait()
             if psgd is not None:
                 psgd.before_hook(bucket)
             fut = hook(state, bucket)
@@ -404,7 +413,8 @@ class DistributedModel:
             def done(f):
                 clock.done(rec)
                 return f.value()
-            return fut.then(done)
+            previous[0] = fut.then(done)
+            return previous[0]
         return timed_hook
 
     def stats(self, step_time_s=None, data_wait_s=None):
