@@ -26,6 +26,23 @@ shows there). The target: the background stall is at most 10% of the synchronous
     PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py            # 100 MB, 500 MB, 2 GB
     PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py --quick    # 10 MB, 50 MB
     PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py --sizes 100 --reps 5
+    PYTHONPATH=sdk/python python3 bench/sdk_checkpoint_bench.py --only load --sizes 500
+
+Loading (its own table, before the saving one): the state is written once with
+torch.save and once with the SDK, then loaded into a model of the same shape, from
+the page cache:
+
+  torch.load       baseline: torch.load(file) and load_state_dict (a copy into the
+                   model's tensors)
+  verified         torch_state.restore(manager, model=...): the newest checkpoint,
+                   every file hashed while it is read (in parallel), the tensors
+                   views of the memory read into, then load_state_dict
+  latest+restore   manager.latest() (hashes every file) then restore(checkpoint):
+                   the file is read twice, hashed once
+  unverified       latest(verify=False) and restore(..., verify=False): no hashes
+  peak             how far the process's peak RSS rose during the load (VmHWM,
+                   reset before each load through /proc/self/clear_refs), i.e. the
+                   memory the load needed beyond the model's own tensors
 """
 
 import argparse
@@ -51,13 +68,19 @@ STEP_S = 0.01  # the notice loop's stand-in for a training step
 
 
 class Weights:
-    """Stands in for a model: torch_state.state_files() only calls state_dict()."""
+    """Stands in for a model: state_dict() for saving; load_state_dict() copies into
+    the model's own tensors, as nn.Module's does."""
 
     def __init__(self, tensors):
         self.tensors = tensors
 
     def state_dict(self):
         return self.tensors
+
+    def load_state_dict(self, sd, strict=True):
+        with torch.no_grad():
+            for k, t in self.tensors.items():
+                t.copy_(sd[k])
 
 
 def make_state(mb):
@@ -174,6 +197,101 @@ def run_notice(state, root):
 MODES = (run_torch_save, run_sync, run_background, run_notice)
 
 
+def _rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def _reset_peak():
+    """Resets the process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0);
+    False where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def load_modes(state, root):
+    """Writes the state once with torch.save and once with the SDK, then returns the
+    load modes: each loads it into a model of the same shape, from the page cache."""
+    d = fresh_dir(root, "load")
+    pt = os.path.join(d, "state.pt")
+    with open(pt, "wb") as f:
+        torch.save(state, f)
+    mgr = trainyard.CheckpointManager(os.path.join(d, "ckpt"), keep_last=1)
+    mgr.save(1, torch_state.state_files(model=Weights(state), step=1))
+    target = Weights({k: torch.empty_like(v) for k, v in state.items()})
+
+    def torch_load():
+        target.load_state_dict(torch.load(pt))
+
+    def verified_one_pass():
+        assert torch_state.restore(mgr, model=target)["step"] == 1
+
+    def latest_then_restore():
+        torch_state.restore(mgr.latest(), model=target)
+
+    def unverified():
+        torch_state.restore(mgr.latest(verify=False), model=target, verify=False)
+
+    modes = {"torch.load": torch_load, "verified": verified_one_pass,
+             "latest+restore": latest_then_restore, "unverified": unverified}
+    return d, target, modes
+
+
+def run_loads(state, root, reps):
+    """{mode: (median seconds, median peak RSS growth in bytes or None)}."""
+    d, target, modes = load_modes(state, root)
+    try:
+        for fn in modes.values():  # warm the page cache and the allocator
+            fn()
+        times = {m: [] for m in modes}
+        peaks = {m: [] for m in modes}
+        for rep in range(reps):
+            for name, fn in modes.items():
+                gc.collect()
+                can_peak = _reset_peak()
+                before = _rss_kib("VmRSS")
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+                if can_peak:
+                    peaks[name].append((_rss_kib("VmHWM") - before) * 1024)
+        return {m: (statistics.median(times[m]),
+                    statistics.median(peaks[m]) if peaks[m] else None) for m in modes}
+    finally:
+        shutil.rmtree(d)
+
+
+def fmt_mb(x):
+    return "n/a" if x is None else "%.0f MB" % (x / (1 << 20))
+
+
+def print_load_table(rows, reps):
+    print()
+    print("Loading into a model of the same shape, files in the page cache (peak: growth of the "
+          "process's peak RSS during the load, VmHWM after a reset)")
+    print()
+    print("| state | torch.load + load_state_dict | restore(manager): verified, one pass "
+          "| ÷ torch.load | latest() + restore(ck) | ÷ torch.load | unverified restore "
+          "| ÷ torch.load | peak: torch.load | peak: verified | peak: unverified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for mb, r in rows:
+        base = r["torch.load"][0]
+        print("| %s | %s | %s | %.2f× | %s | %.2f× | %s | %.2f× | %s | %s | %s |" % (
+            "%d MB" % mb if mb < 1024 else "%g GB" % (mb / 1024), fmt_s(base),
+            fmt_s(r["verified"][0]), r["verified"][0] / base,
+            fmt_s(r["latest+restore"][0]), r["latest+restore"][0] / base,
+            fmt_s(r["unverified"][0]), r["unverified"][0] / base,
+            fmt_mb(r["torch.load"][1]), fmt_mb(r["verified"][1]), fmt_mb(r["unverified"][1])))
+    print("\nmedians of %d repetitions per size" % reps)
+
+
 def fmt_s(x):
     return "%.2f s" % x if x >= 1 else "%.0f ms" % (x * 1000)
 
@@ -183,6 +301,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="10 and 50 MB only")
     ap.add_argument("--sizes", type=int, nargs="+", help="state sizes in MB")
     ap.add_argument("--reps", type=int, default=3, help="repetitions per size (median)")
+    ap.add_argument("--only", choices=("save", "load"), help="run one section only")
     args = ap.parse_args()
     sizes = args.sizes or ([10, 50] if args.quick else [100, 500, 2048])
     root = os.environ.get("TMPDIR") or tempfile.gettempdir()
@@ -190,9 +309,18 @@ def main():
           % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.python_version(),
              torch.__version__, os.cpu_count(), root), flush=True)
 
-    rows = []
+    rows, load_rows = [], []
     for mb in sizes:
         state = make_state(mb)
+        if args.only != "save":
+            load_rows.append((mb, run_loads(state, root, args.reps)))
+            print("  %d MB load: %s" % (mb, ", ".join("%s %s" % (k, fmt_s(v[0])) for k, v in
+                                                      load_rows[-1][1].items())),
+                  file=sys.stderr, flush=True)
+        if args.only == "load":
+            del state
+            gc.collect()
+            continue
         runs = []
         for rep in range(args.reps):
             r = {}
@@ -209,6 +337,10 @@ def main():
         del state
         gc.collect()
 
+    if load_rows:
+        print_load_table(load_rows, args.reps)
+    if not rows:
+        return
     print()
     print("| state | torch.save + fsync (baseline) | SDK sync save | sync ÷ torch.save "
           "| snapshot (part of sync) | background stall | background total "

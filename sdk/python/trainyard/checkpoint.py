@@ -19,7 +19,9 @@ import errno
 import hashlib
 import json
 import logging
+import mmap
 import os
+import queue
 import re
 import shutil
 import sys
@@ -39,6 +41,8 @@ _OLD_DIR = re.compile(r"^step-(\d+)\.old$")
 _TRASH_PREFIX = ".trash-"
 _CHUNK = 1 << 20
 _WRITE_CHUNK = 16 << 20
+_READ_CHUNK = 8 << 20  # a verified read hashes one chunk while the next is being read
+_MAX_READERS = 4  # files read and hashed at once
 
 
 class CheckpointError(Exception):
@@ -98,6 +102,91 @@ def _hash_file(path, fsync=False):
     return size, h.hexdigest()
 
 
+def _identity(st):
+    """What changes when a file is replaced or written through the file system."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _new_buffer(size):
+    """Writable memory for a whole file. Anonymous mmap for large files: not zero-filled
+    by Python (bytearray(n) is), its pages faulted in by the kernel in one go
+    (MAP_POPULATE, measurably faster than one fault per page during the read), and
+    alive as long as any view of it."""
+    if size < _READ_CHUNK:
+        return memoryview(bytearray(size))
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return memoryview(mmap.mmap(-1, size, flags=flags))
+
+
+def _read_hashing(f, size, into=None):
+    """Reads `size` bytes of the open file `f` and hashes them, the read of one chunk
+    overlapping the hash of the previous (readinto and hashlib release the GIL, so
+    this uses two cores). `into`: a writable buffer of `size` bytes that receives the
+    data; None only hashes, through scratch buffers. The hash is of the very bytes
+    left in `into`. Returns (bytes read, sha256 hex)."""
+    h = hashlib.sha256()
+    if size <= 2 * _READ_CHUNK:
+        view = into if into is not None else memoryview(bytearray(size))
+        n = f.readinto(view) if size else 0
+        while 0 < n < size:  # readinto may return less than asked
+            got = f.readinto(view[n:])
+            if not got:
+                break
+            n += got
+        h.update(view[:n])
+        return n, h.hexdigest()
+    full = queue.Queue()
+    free = queue.Queue()
+    if into is None:
+        for _ in range(3):
+            free.put(memoryview(bytearray(_READ_CHUNK)))
+    failure = []
+
+    def reader():
+        try:
+            pos = 0
+            while pos < size:
+                want = min(_READ_CHUNK, size - pos)
+                scratch = free.get() if into is None else None
+                buf = (scratch if into is None else into[pos:])[:want]
+                got = f.readinto(buf)
+                if not got:
+                    break
+                full.put((scratch, buf[:got]))
+                pos += got
+        except BaseException as e:  # re-raised by the hashing thread
+            failure.append(e)
+        finally:
+            full.put(None)
+
+    t = threading.Thread(target=reader, name="trainyard-read", daemon=True)
+    t.start()
+    n = 0
+    while True:
+        item = full.get()
+        if item is None:
+            break
+        scratch, part = item
+        h.update(part)
+        n += len(part)
+        if scratch is not None:
+            free.put(scratch)
+    t.join()
+    if failure:
+        raise failure[0]
+    return n, h.hexdigest()
+
+
+def _parallel(fn, items):
+    """[fn(item)] for each item, up to _MAX_READERS at a time, in order."""
+    items = list(items)
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(_MAX_READERS, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
 def _now_rfc3339():
     t = datetime.datetime.now(datetime.timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
@@ -150,12 +239,19 @@ def _exchange(a, b):
 
 
 class Checkpoint:
-    """One committed checkpoint directory."""
+    """One committed checkpoint directory (or, with sharded managers, one rank's shard).
+
+    Every read is verified: read() and load() hash the bytes they return and raise
+    CheckpointError on a mismatch, so damaged data is never handed out. A file that
+    verify() already hashed through this object is not hashed again when its
+    identity (device, inode, size, mtime, ctime) is unchanged.
+    """
 
     def __init__(self, step, path):
         self.step = step
         self.path = path
         self._manifest = None
+        self._verified = {}  # name -> identity of the file when its hash matched
 
     @property
     def manifest(self):
@@ -176,15 +272,53 @@ class Checkpoint:
         return os.path.join(self.path, _check_name(name))
 
     def read(self, name):
-        with open(self.file_path(name), "rb") as f:
-            return f.read()
+        """The bytes of one file, verified against the manifest."""
+        return bytes(self._load(name, small=True))
 
     def read_all(self):
         """{name: bytes} for every file in the manifest."""
         return {name: self.read(name) for name in self.files}
 
-    def verify(self):
-        """None when every file matches the manifest, else what is wrong."""
+    def load(self, names=None, verify=True):
+        """{name: writable memoryview} of the named files (default: all), read in
+        parallel and each hashed while it is read; nothing is returned unless every
+        file matches the manifest (else CheckpointError). The memory is the buffer the
+        file was read into, not a copy: views of it (torch.frombuffer) stay valid.
+        verify=False skips the hashes (sizes are still checked)."""
+        names = self.files if names is None else list(names)
+        return dict(zip(names, _parallel(lambda n: self._load(n, verify=verify), names)))
+
+    def _entry(self, name):
+        entries = self._entries()
+        if isinstance(entries, str):
+            raise CheckpointError("%s: %s" % (self.path, entries))
+        for e in entries:
+            if e["name"] == name:
+                return e
+        raise CheckpointError("%s: no file %r in the manifest" % (self.path, name))
+
+    def _load(self, name, small=False, verify=True):
+        e = self._entry(name)
+        path = self.file_path(name)
+        try:
+            with open(path, "rb", buffering=0) as f:
+                st = os.fstat(f.fileno())
+                if st.st_size != e["size"]:
+                    raise CheckpointError("%s: size %d, manifest says %d"
+                                          % (path, st.st_size, e["size"]))
+                if not verify or self._verified.get(name) == _identity(st):
+                    return f.read() if small else _read_plain(f, e["size"])
+                into = memoryview(bytearray(e["size"])) if small else _new_buffer(e["size"])
+                n, digest = _read_hashing(f, e["size"], into)
+        except OSError as err:
+            raise CheckpointError("%s: %s" % (path, err.strerror or err)) from err
+        if n != e["size"] or digest != e["sha256"]:
+            raise CheckpointError("%s: %s" % (path, "sha256 mismatch" if n == e["size"]
+                                              else "shorter than its size"))
+        return into
+
+    def _entries(self):
+        """The manifest's file entries, checked for shape, or a string saying what is wrong."""
         try:
             m = self.manifest
         except (OSError, ValueError) as e:
@@ -198,30 +332,86 @@ class Checkpoint:
             return "manifest has no file list"
         for e in files:
             try:
-                name, size, digest = _check_name(e["name"]), e["size"], e["sha256"]
-                got_size, got_digest = _hash_file(os.path.join(self.path, name))
+                _check_name(e["name"])
+                if not isinstance(e["size"], int) or not isinstance(e["sha256"], str):
+                    raise TypeError("size or sha256 has the wrong type")
             except (KeyError, TypeError, ValueError) as err:
                 return "bad manifest entry %r: %s" % (e, err)
+        return files
+
+    def check(self):
+        """Like verify() without hashing: the manifest, and every file's presence and
+        size. None when all is well, else what is wrong."""
+        entries = self._entries()
+        if isinstance(entries, str):
+            return entries
+        for e in entries:
+            try:
+                size = os.stat(os.path.join(self.path, e["name"])).st_size
             except OSError as err:
-                return "%s: %s" % (e.get("name"), err.strerror or err)
-            if got_size != size:
-                return "%s: size %d, manifest says %d" % (name, got_size, size)
-            if got_digest != digest:
-                return "%s: sha256 mismatch" % name
+                return "%s: %s" % (e["name"], err.strerror or err)
+            if size != e["size"]:
+                return "%s: size %d, manifest says %d" % (e["name"], size, e["size"])
+        return None
+
+    def verify(self):
+        """None when every file matches the manifest, else what is wrong. The files
+        are hashed in parallel, each while it is read."""
+        entries = self._entries()
+        if isinstance(entries, str):
+            return entries
+        problems = _parallel(self._verify_file, entries)
+        return next((p for p in problems if p), None)
+
+    def _verify_file(self, e):
+        name = e["name"]
+        try:
+            with open(os.path.join(self.path, name), "rb", buffering=0) as f:
+                st = os.fstat(f.fileno())
+                if st.st_size != e["size"]:
+                    return "%s: size %d, manifest says %d" % (name, st.st_size, e["size"])
+                n, digest = _read_hashing(f, e["size"])
+        except OSError as err:
+            return "%s: %s" % (name, err.strerror or err)
+        if n != e["size"]:
+            return "%s: size %d, manifest says %d" % (name, n, e["size"])
+        if digest != e["sha256"]:
+            return "%s: sha256 mismatch" % name
+        self._verified[name] = _identity(st)
         return None
 
     def __repr__(self):
         return "Checkpoint(step=%d, path=%r)" % (self.step, self.path)
 
 
+def _read_plain(f, size):
+    """A file already verified through the same Checkpoint: read without hashing."""
+    into = _new_buffer(size)
+    n = 0
+    while n < size:
+        got = f.readinto(into[n:])
+        if not got:
+            raise CheckpointError("%s: shorter than its size" % f.name)
+        n += got
+    return into
+
+
 class CheckpointManager:
     """Writes, finds and prunes checkpoints under one directory.
 
-    One manager (one process) should write a directory; with several ranks,
-    give each rank its own sub-directory or save from rank 0 only.
+    One manager (one process) should write a directory. With several ranks, pass
+    sharded=True on every rank (sharded.py): each rank saves its own shard, a step
+    counts once every rank's shard is durable, and latest() gives every rank the
+    same step. rank, world_size and attempt default to the job's environment.
     """
 
-    def __init__(self, directory=None, keep_last=3, job=None):
+    def __new__(cls, *args, sharded=False, **kwargs):
+        if sharded and cls is CheckpointManager:
+            from .sharded import ShardedCheckpointManager
+            return super().__new__(ShardedCheckpointManager)
+        return super().__new__(cls)
+
+    def __init__(self, directory=None, keep_last=3, job=None, sharded=False):
         self._job = job
         if directory is None:
             j = job or _job.current()
@@ -277,6 +467,23 @@ class CheckpointManager:
                 return ck
         return None
 
+    def load_latest(self, names=None):
+        """(checkpoint, {name: buffer}) for the newest checkpoint whose files verify,
+        or (None, {}). One pass: each file is hashed while it is read into the memory
+        returned (Checkpoint.load()), so resuming costs about one read of the
+        checkpoint; a damaged one is skipped with a warning, as in latest(). `names`:
+        the files wanted (default all); the others are checked for size only."""
+        for step in reversed(self.steps()):
+            ck = Checkpoint(step, self.path_for(step))
+            problem = ck.check()
+            if problem is None:
+                try:
+                    return ck, ck.load(names)
+                except CheckpointError as e:
+                    problem = str(e)
+            log.warning("trainyard: checkpoint %s is damaged (%s)", ck.path, problem)
+        return None, {}
+
     # ---- writing -----------------------------------------------------------------------
     def save(self, step, files, background=False, metadata=None):
         """Commits checkpoint `step` and returns its final path.
@@ -303,7 +510,7 @@ class CheckpointManager:
                 background = False
             self._warn_if_late(step)
         self._clean_leftovers()
-        tmp = self.path_for(step) + ".tmp"
+        tmp = self._tmp_path(step)
         if callable(files):
             os.makedirs(tmp)
             files(tmp)
@@ -394,6 +601,7 @@ class CheckpointManager:
                 _fsync_dir(os.path.join(root, d))
         manifest = {"format": FORMAT, "version": VERSION, "step": step,
                     "created": _now_rfc3339(), "files": entries}
+        manifest.update(self._manifest_fields())
         if metadata is not None:
             manifest["metadata"] = metadata
         _write_durably(os.path.join(tmp, MANIFEST),
@@ -401,6 +609,13 @@ class CheckpointManager:
         _fsync_dir(tmp)
         self._publish(step, tmp)
         self._prune(keep=step)
+
+    def _tmp_path(self, step):
+        return self.path_for(step) + ".tmp"
+
+    def _manifest_fields(self):
+        """Fields a subclass adds to each manifest it writes."""
+        return {}
 
     def _publish(self, step, tmp):
         """Puts the complete `tmp` in place as `step-<N>/`. At no instant is neither a

@@ -154,10 +154,22 @@ class TensorFile:
 
 
 def _tensor_from(dtype, shape, data):
+    """A tensor over `data`: a view of it when it is writable memory of our own and
+    aligned for the dtype (Checkpoint.load()'s buffers), else a copy."""
     dt = _TORCH_DTYPES[dtype]
     if len(data) == 0:
         return torch.empty(shape, dtype=dt)
-    return torch.frombuffer(bytearray(data), dtype=dt).reshape(shape)
+    view = memoryview(data)
+    itemsize = safetensors.ITEMSIZE[dtype]
+    if view.readonly or not view.c_contiguous or _address(view) % itemsize:
+        view = bytearray(view)
+    return torch.frombuffer(view, dtype=dt).reshape(shape)
+
+
+def _address(view):
+    """The address of a writable buffer's first byte."""
+    import ctypes
+    return ctypes.addressof(ctypes.c_char.from_buffer(view))
 
 
 def _encode(obj, tensors, key, copier=None):
@@ -318,27 +330,39 @@ def state_files(model=None, optimizer=None, scheduler=None, scaler=None, step=No
 
 
 def restore(source, model=None, optimizer=None, scheduler=None, scaler=None, rng=True,
-            strict=True):
+            strict=True, verify=True):
     """Loads a state written by state_files() into the given objects.
 
-    source: a Checkpoint (from CheckpointManager.latest()) or {name: bytes}.
-    Returns {"step", "data", "extra"} for the loop to continue from.
+    source: a CheckpointManager (its newest checkpoint whose files verify; older ones
+    are tried when one is damaged), a Checkpoint (from CheckpointManager.latest()) or
+    {name: bytes}. The files are read in parallel, each hashed while it is read, and
+    all of them are verified before any object is touched; tensors are views of the
+    memory the files were read into (no second copy). verify=False skips the hashes
+    of a Checkpoint's files.
+    Returns {"step", "data", "extra"} for the loop to continue from, or None when a
+    CheckpointManager has no checkpoint yet.
     """
-    if hasattr(source, "read"):
-        read = source.read
+    names = [JSON_FILE, TENSORS_FILE] + ([MODEL_FILE] if model is not None else [])
+    if hasattr(source, "load_latest"):
+        ck, files = source.load_latest(names)
+        if ck is None:
+            return None
+    elif hasattr(source, "load"):
+        files = source.load(names, verify=verify)
     else:
-        def read(name):
-            data = source[name]
-            return bytes(data) if isinstance(data, TensorFile) else data
-    doc = json.loads(read(JSON_FILE).decode("utf-8"))
+        files = {n: bytes(source[n]) if isinstance(source[n], TensorFile) else source[n]
+                 for n in names}
+    doc = json.loads(bytes(files[JSON_FILE]).decode("utf-8"))
     if doc.get("format") != FORMAT:
         raise ValueError("%s is not a %s file" % (JSON_FILE, FORMAT))
-    tensors, _ = safetensors.loads(read(TENSORS_FILE))
+    tensors, _ = safetensors.loads(files.pop(TENSORS_FILE))
     if model is not None:
-        raw, _ = safetensors.loads(read(MODEL_FILE))
+        raw, _ = safetensors.loads(files.pop(MODEL_FILE))
         sd = {k: _tensor_from(*v) for k, v in raw.items()}
+        del raw
         sd.update(_decode(doc.get("model_other", {}), tensors))
         model.load_state_dict(sd, strict=strict)
+        del sd  # the file's memory goes once the model holds its own copy
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
         if obj is None:
             continue
