@@ -41,8 +41,8 @@ from .data_cache import ShardCache
 from .data_format import (DataError, ShardDataset, ShardReader, ShardWriter, read_index,
                           write_dataset)
 from .data_loader import (STATE_FORMAT, StepTimer, WaitTimer, _identity, _InlinePool,
-                          _ProcessPool, _ThreadPool, _work, check_state, env_rank, epoch_order,
-                          pin, want_pinning)
+                          _ProcessPool, _ThreadPool, _work, check_state, close_at_exit, env_rank,
+                          epoch_order, pin, want_pinning)
 
 __all__ = ["DataError", "Loader", "ShardCache", "ShardDataset", "ShardReader", "ShardWriter",
            "StepTimer", "WaitTimer", "epoch_order", "read_index", "resumable_dataloader",
@@ -176,6 +176,7 @@ class Loader(StepTimer):
                 self._pool = _ThreadPool(self._fn, self.workers)
             else:
                 self._pool = _ProcessPool(self._fn, self.workers)
+                close_at_exit(self)
         return self._pool
 
     def _abandon(self):

@@ -7,6 +7,7 @@ the batches an uninterrupted run would have yielded next. Workers (threads or
 forked processes) only decode batches whose indices the main process chose.
 """
 
+import atexit
 import ctypes
 import os
 import random
@@ -14,6 +15,7 @@ import signal
 import sys
 import time
 import traceback
+import weakref
 
 from . import runtime
 from .data_format import DataError
@@ -301,6 +303,23 @@ class _ProcessPool:
                 p.kill()
                 p.join()
         self.conns, self.procs = [], []
+
+
+def close_at_exit(loader):
+    """Calls loader.close() at exit, before multiprocessing joins its children.
+
+    Loader workers ignore SIGTERM (the notice), so multiprocessing's exit hook,
+    which terminates daemon children with SIGTERM and joins them, would wait
+    forever for workers still running. atexit runs hooks in reverse order, and
+    this one is registered after multiprocessing was imported, so it runs first.
+    """
+    ref = weakref.ref(loader)
+
+    def close():
+        obj = ref()
+        if obj is not None:
+            obj.close()
+    atexit.register(close)
 
 
 def pin(obj):

@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, get_worker_info
 
 from . import runtime
-from .data_loader import StepTimer, check_state, env_rank
+from .data_loader import StepTimer, check_state, close_at_exit, env_rank
 from .sampler import ResumableSampler
 
 try:
@@ -112,6 +112,9 @@ class ResumableDataLoader(StepTimer):
         kw.setdefault("generator", torch.Generator().manual_seed(hash_seed(seed)))
         self.dataloader = DataLoader(_Seeded(dataset), batch_sampler=_Batches(self),
                                      worker_init_fn=_WorkerInit(user_init), **kw)
+        self._active = None
+        if self.dataloader.num_workers > 0:
+            close_at_exit(self)
 
     @property
     def batches_per_epoch(self):
@@ -123,9 +126,14 @@ class ResumableDataLoader(StepTimer):
         return left if left > 0 else self.batches_per_epoch
 
     def __iter__(self):
+        self._abandon()
         if self.batch >= self.batches_per_epoch:
             self.epoch += 1
             self.batch = 0
+        self._active = self._iterate()
+        return self._active
+
+    def _iterate(self):
         it = iter(self.dataloader)
         while True:
             self._begin()
@@ -137,8 +145,22 @@ class ResumableDataLoader(StepTimer):
             self._end()
             yield batch
 
+    def _abandon(self):
+        if self._active is not None:
+            self._active.close()  # drops a non-persistent iterator: its workers stop
+            self._active = None
+
+    def close(self):
+        """Stops the DataLoader's workers (persistent ones too); iterating starts new ones."""
+        self._abandon()
+        it = getattr(self.dataloader, "_iterator", None)
+        if it is not None and hasattr(it, "_shutdown_workers"):
+            it._shutdown_workers()
+            self.dataloader._iterator = None
+
     def set_epoch(self, epoch):
         """Starts `epoch` from its beginning."""
+        self._abandon()
         self.epoch, self.batch = int(epoch), 0
 
     def _settings(self):
@@ -156,6 +178,7 @@ class ResumableDataLoader(StepTimer):
     def load(self, state):
         """Resumes at a saved position; refuses another seed, dataset size or shuffle,
         and another world or batch size mid-epoch."""
+        self._abandon()
         self.epoch, self.batch = check_state(state, self._settings(), STATE_FORMAT, _ORDER_KEYS,
                                              _SPLIT_KEYS, self.batches_per_epoch)
 

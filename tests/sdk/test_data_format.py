@@ -1,0 +1,137 @@
+"""trainyard.data's shard format: round trip, random access, and that every kind of
+damage (torn or missing shard, bit rot in a record or an index, an edited index.json)
+is reported with the file's name instead of being skipped."""
+
+import json
+import os
+import unittest
+
+import sdk_test_util
+from trainyard import data, data_format
+
+
+def records(n):
+    return [(b"record-%d:" % i) * (1 + i % 37) for i in range(n)]
+
+
+class FormatTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = sdk_test_util.TempDir()
+        self.addCleanup(self.tmp.cleanup)
+        self.dir = os.path.join(self.tmp.path, "ds")
+
+    def write(self, n=500, **kw):
+        kw.setdefault("shard_bytes", 4000)
+        return data.write_dataset(self.dir, records(n), **kw)
+
+    def shard_path(self, j=1):
+        return os.path.join(self.dir, data.read_index(self.dir)["shards"][j]["name"])
+
+    def test_round_trip_with_every_codec_and_random_access(self):
+        for codec in ("none", "zlib", "lzma"):
+            with self.subTest(codec=codec):
+                self.dir = os.path.join(self.tmp.path, codec)
+                doc = self.write(codec=codec)
+                self.assertGreater(len(doc["shards"]), 1)
+                ds = data.ShardDataset(self.dir)
+                self.assertEqual(len(ds), 500)
+                self.assertEqual([ds[i] for i in range(500)], records(500))
+                picks = [499, 3, 250, 4, 3, 0]
+                self.assertEqual(ds.read_many(picks), [records(500)[i] for i in picks])
+
+    def test_empty_records_and_an_empty_dataset(self):
+        data.write_dataset(self.dir, [b"", b"x", b""])
+        self.assertEqual([r for r in data.ShardDataset(self.dir).read_many([0, 1, 2])],
+                         [b"", b"x", b""])
+        other = os.path.join(self.tmp.path, "empty")
+        data.write_dataset(other, [])
+        self.assertEqual(len(data.ShardDataset(other)), 0)
+
+    def test_writer_refuses_to_overwrite_a_dataset(self):
+        self.write()
+        with self.assertRaisesRegex(data.DataError, "already holds a dataset"):
+            data.ShardWriter(self.dir)
+
+    def test_missing_shard_is_named_when_the_dataset_opens(self):
+        self.write()
+        path = self.shard_path()
+        os.unlink(path)
+        with self.assertRaisesRegex(data.DataError, "shard %s is missing" % path):
+            data.ShardDataset(self.dir)
+
+    def test_torn_shard_is_named_when_the_dataset_opens(self):
+        self.write()
+        path = self.shard_path()
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) - 10)
+        with self.assertRaisesRegex(data.DataError, "shard %s is torn.*re-copy" % path):
+            data.ShardDataset(self.dir)
+
+    def test_bit_rot_in_a_record_fails_that_record_only(self):
+        self.write(codec="zlib")
+        ds = data.ShardDataset(self.dir)
+        path = self.shard_path(0)
+        with open(path, "r+b") as f:
+            f.seek(len(data_format.MAGIC) + 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x40]))
+        with self.assertRaisesRegex(data.DataError, "%s is corrupted: record 0 fails its crc32"
+                                    % path):
+            ds[0]
+        with self.assertRaisesRegex(data.DataError, "record 0 fails"):
+            ds.read_many([1, 0])
+        self.assertEqual(ds[1], records(500)[1])
+
+    def test_damaged_shard_index_or_trailer_is_detected(self):
+        self.write()
+        path = self.shard_path(-1)
+        size = os.path.getsize(path)
+        for where, message in ((size - 40, "index fails its crc32"),
+                               (size - 20, "trailer is damaged")):
+            with self.subTest(where=where):
+                with open(path, "r+b") as f:
+                    f.seek(where)
+                    byte = f.read(1)
+                    f.seek(where)
+                    f.write(bytes([byte[0] ^ 1]))
+                ds = data.ShardDataset(self.dir)
+                with self.assertRaisesRegex(data.DataError, message):
+                    ds[len(ds) - 1]
+                with open(path, "r+b") as f:  # undo
+                    f.seek(where)
+                    f.write(byte)
+
+    def test_a_shard_swapped_for_another_of_the_same_size_is_refused(self):
+        data.write_dataset(self.dir, [b"aaaa", b"bbbb"], shard_bytes=1)  # a shard each
+        a, b = data.read_index(self.dir)["shards"]
+        self.assertEqual(a["bytes"], b["bytes"])
+        with open(os.path.join(self.dir, b["name"]), "rb") as f:
+            other = f.read()
+        with open(os.path.join(self.dir, a["name"]), "wb") as f:
+            f.write(other)
+        with self.assertRaisesRegex(data.DataError, "not the shard index.json lists"):
+            data.ShardDataset(self.dir)[0]
+
+    def test_edited_or_torn_index_json_is_refused(self):
+        self.write()
+        path = os.path.join(self.dir, data_format.INDEX_FILE)
+        with open(path) as f:
+            text = f.read()
+        doc = json.loads(text)
+        doc["shards"][0]["records"] += 1
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        with self.assertRaisesRegex(data.DataError, "%s fails its checksum" % path):
+            data.ShardDataset(self.dir)
+        with open(path, "w") as f:
+            f.write(text[:len(text) // 2])
+        with self.assertRaisesRegex(data.DataError, "%s is not valid JSON.*torn" % path):
+            data.ShardDataset(self.dir)
+        os.unlink(path)
+        with self.assertRaisesRegex(data.DataError, "index.json not found"):
+            data.ShardDataset(self.dir)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,23 @@
+"""Mid-epoch resume of data.resumable_dataloader through real kills (the harness is in
+test_data_kill.py): two DataLoader workers with random augmentation (Python random and
+torch), and every resumed step must be bitwise the same as in an uninterrupted run.
+
+Skipped when torch is not importable (install python3-torch).
+"""
+
+import unittest
+
+import sdk_test_util
+from test_data_kill import KillHarness
+
+
+@unittest.skipUnless(sdk_test_util.have_torch(),
+                     "torch is not installed (apt-get install python3-torch): the resumable "
+                     "DataLoader is not tested")
+class ResumableDataLoaderKillTest(KillHarness):
+    def test_resumable_dataloader_resumes_bitwise_after_random_kills(self):
+        self.run_kills("torch", 0.6)
+
+
+if __name__ == "__main__":
+    unittest.main()
