@@ -1,0 +1,175 @@
+"""Records/s of trainyard.data.Loader against torch's DataLoader, at the same worker count.
+
+Records are 10-100 KB "images" (a 4-byte height/width header and uint8 pixels);
+each is decoded and lightly transformed (random 32x32 crop, random flip, float
+scaling) into a tensor, and batches are stacked. Contenders, one fresh process
+each, after one warm-up epoch (files are in the page cache for all of them):
+
+  dataloader-files    DataLoader over one file per record
+  dataloader-shards   DataLoader over the same records in trainyard shards
+  trainyard-process   data.Loader, forked workers
+  trainyard-thread    data.Loader, worker threads
+
+Prints the median of --runs epochs per contender, the ratios the SDK aims for
+(>= 3x files, >= 1.5x shards) and peak RSS of the main process and of a worker.
+
+    /usr/bin/python3 bench/sdk_data_bench.py            # 4,000 records, ~1-2 min
+    /usr/bin/python3 bench/sdk_data_bench.py --full     # 100,000 records (~5.5 GB)
+"""
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
+
+CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread")
+
+
+def make_records(root, n):
+    """Writes n records as files and as shards under root (once; reused on later runs)."""
+    from trainyard import data
+    files, shards = os.path.join(root, "files"), os.path.join(root, "shards")
+    if os.path.exists(os.path.join(shards, "index.json")):
+        return files, shards
+    os.makedirs(files, exist_ok=True)
+    rng = random.Random(0)
+    with data.ShardWriter(shards, shard_bytes=64 << 20) as w:
+        for i in range(n):
+            side = rng.randint(58, 182)  # 10-100 KB of 3-channel pixels
+            rec = bytes([side, 0, side, 0]) + rng.randbytes(side * side * 3)
+            with open(os.path.join(files, "%07d.bin" % i), "wb") as f:
+                f.write(rec)
+            w.write(rec)
+    return files, shards
+
+
+def decode(record):
+    """Bytes -> a 3x32x32 float tensor: random crop, random flip, scaling."""
+    import numpy
+    import torch
+    h, w = record[0] | record[1] << 8, record[2] | record[3] << 8
+    img = numpy.frombuffer(record, dtype=numpy.uint8, offset=4).reshape(h, w, 3)
+    y, x = random.randrange(h - 32), random.randrange(w - 32)
+    crop = img[y:y + 32, x:x + 32]
+    if random.random() < 0.5:
+        crop = crop[:, ::-1]
+    return torch.from_numpy(numpy.ascontiguousarray(crop.transpose(2, 0, 1))).float() / 255.0
+
+
+def run_one(kind, files, shards, workers, batch, runs):
+    """In a fresh process: warm-up epoch, then `runs` timed epochs; prints JSON."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    from trainyard import data
+
+    class Files(Dataset):
+        def __init__(self):
+            self.names = sorted(os.listdir(files))
+
+        def __len__(self):
+            return len(self.names)
+
+        def __getitem__(self, i):
+            with open(os.path.join(files, self.names[i]), "rb") as f:
+                return decode(f.read())
+
+    class Shards(Dataset):
+        def __init__(self):
+            self.ds = data.ShardDataset(shards)
+
+        def __len__(self):
+            return len(self.ds)
+
+        def __getitem__(self, i):
+            return decode(self.ds[i])
+
+    def collate(samples):
+        return torch.stack(samples)
+
+    if kind.startswith("dataloader"):
+        ds = Files() if kind == "dataloader-files" else Shards()
+        loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
+                            collate_fn=collate, persistent_workers=workers > 0,
+                            prefetch_factor=2, drop_last=True)
+    else:
+        loader = data.Loader(shards, batch, seed=0, decode=decode, collate=collate,
+                             workers=workers, worker_type=kind.split("-")[1],
+                             prefetch=2 * workers)
+    times = []
+    count = 0
+    for epoch in range(runs + 1):
+        t = time.perf_counter()
+        count = 0
+        for b in loader:
+            count += b.shape[0]
+        if epoch:
+            times.append(time.perf_counter() - t)
+    main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if hasattr(loader, "close"):
+        loader.close()
+    del loader
+    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps({"kind": kind, "records": count, "times": times,
+                      "main_rss_mb": main_rss, "worker_rss_mb": child_rss}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=4000)
+    ap.add_argument("--full", action="store_true", help="100,000 records (about 5.5 GB)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", help="where to keep the generated data (default: a temp dir)")
+    ap.add_argument("--only", choices=CONTENDERS, action="append")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    n = 100000 if args.full else args.records
+    if args.child:
+        files, shards = args.child.split(os.pathsep)
+        run_one(args.only[0], files, shards, args.workers, args.batch, args.runs)
+        return
+    tmp = None
+    root = args.dir
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ty-data-bench-")
+        root = tmp.name
+    t = time.perf_counter()
+    files, shards = make_records(root, n)
+    print("data: %d records in %s (%.1f s to write)" % (n, root, time.perf_counter() - t))
+    results = {}
+    for kind in args.only or CONTENDERS:
+        out = subprocess.run([sys.executable, __file__, "--child", files + os.pathsep + shards,
+                              "--only", kind, "--workers", str(args.workers), "--batch",
+                              str(args.batch), "--runs", str(args.runs)],
+                             capture_output=True, text=True, check=True)
+        results[kind] = json.loads(out.stdout.strip().splitlines()[-1])
+    base = {k: statistics.median(r["times"]) for k, r in results.items()}
+    print("\n%d records, batch %d, %d workers, median of %d epochs, %d CPUs"
+          % (n, args.batch, args.workers, args.runs, os.cpu_count()))
+    print("%-19s %10s %9s %9s %12s %14s" % ("loader", "records/s", "vs files", "vs shards",
+                                            "main RSS MB", "worker RSS MB"))
+    for kind, r in results.items():
+        rate = r["records"] / base[kind]
+
+        def ratio(other):
+            return ("%8.2fx" % (base[other] / base[kind])) if other in base else "%9s" % "-"
+        print("%-19s %10.0f %9s %9s %12.0f %14.0f" % (kind, rate, ratio("dataloader-files"),
+                                                     ratio("dataloader-shards"),
+                                                     r["main_rss_mb"], r["worker_rss_mb"]))
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
