@@ -2,7 +2,7 @@
 
 Two local ranks (gloo on CPU, one thread each) train the same MLP (4 linear layers, about
 10.5M parameters at --hidden 2048) on the same regression task (each rank cycles through 8
-batches of its own, targets from a fixed random teacher network; Adam), once per
+batches of its own, targets from a fixed random teacher network; Adam by default), once per
 compression: none (fp32 all-reduce), fp16 (fp16_compress_hook) and PowerSGD (rank
 --powersgd-rank with error feedback and warm start; plain all-reduce for the first
 --start-iter steps). The table shows, from the metrics each rank reports:
@@ -35,18 +35,19 @@ import tempfile
 import time
 
 MODES = ("none", "fp16", "powersgd")
+DIM = 512  # input and output width
 
 
 def model_and_data(torch, args, rank):
     torch.manual_seed(0)
     h = args.hidden
-    model = torch.nn.Sequential(torch.nn.Linear(256, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
+    model = torch.nn.Sequential(torch.nn.Linear(DIM, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
                                 torch.nn.ReLU(), torch.nn.Linear(h, h), torch.nn.ReLU(),
-                                torch.nn.Linear(h, 256))
-    teacher = torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.Tanh(),
-                                  torch.nn.Linear(64, 256))
+                                torch.nn.Linear(h, DIM))
+    teacher = torch.nn.Sequential(torch.nn.Linear(DIM, 64), torch.nn.Tanh(),
+                                  torch.nn.Linear(64, DIM))
     g = torch.Generator().manual_seed(100 + rank)  # each rank its own shard of the data
-    xs = torch.randn(8, args.batch, 256, generator=g)
+    xs = torch.randn(8, args.batch, DIM, generator=g)
     with torch.no_grad():
         ys = teacher(xs) * 4
     return model, xs, ys
@@ -62,7 +63,8 @@ def rank_main(args):
         model, xs, ys = model_and_data(torch, args, ctx.rank)
         dm = distributed.wrap(model, compression=mode, powersgd_rank=args.powersgd_rank,
                               powersgd_start_iter=args.start_iter)
-        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        opt = (torch.optim.Adam(model.parameters(), lr=args.lr) if args.optimizer == "adam" else
+               torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9))
         rows = []
         dm.stats()
         for step in range(args.steps):
@@ -123,9 +125,10 @@ def summarize(results, args):
 def print_report(table, curves, args, wall):
     base = table[0]
     print("DDP, 2 ranks, gloo on CPU (%s, %d cores, torch threads 1 per rank); %d steps, "
-          "batch %d per rank, %.1fM parameters; PowerSGD rank %d from step %d" % (
+          "batch %d per rank, %.1fM parameters, %s lr %g; PowerSGD rank %d from step %d" % (
               platform.processor() or platform.machine(), os.cpu_count(), args.steps, args.batch,
-              base["params"] / 1e6, args.powersgd_rank, args.start_iter + 1))
+              base["params"] / 1e6, args.optimizer, args.lr, args.powersgd_rank,
+              args.start_iter + 1))
     print()
     print("| compression | bytes/step | none / this | step s | compute s | comm wait s | "
           "comm busy s | loss (last 10) | vs none |")
@@ -161,6 +164,8 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
+                    help="sgd: momentum 0.9 (pass --lr 0.1)")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--powersgd-rank", type=int, default=2)
     ap.add_argument("--start-iter", type=int, default=10)

@@ -8,9 +8,11 @@ environment, DDP with optional gradient compression, and communication costs per
         t0 = time.perf_counter()
         loss = loss_fn(model(x), y); loss.backward(); opt.step(); opt.zero_grad()
         model.report(step=step + 1, loss=loss, step_time_s=time.perf_counter() - t0)
-    files = torch_state.state_files(model=model.module.module, optimizer=opt,
+    files = torch_state.state_files(model=net, optimizer=opt,
                                     extra={"comm": model.comm_state()})  # every rank
     if ctx.rank == 0: manager.save(step, files)
+    # resume: torch_state.restore(ck, model=net, optimizer=opt) before wrap(), then
+    # model.load_comm_state(restored["extra"]["comm"]) on every rank
 
 report() adds to each metrics line: comm_bytes (bytes the communication hook handed to
 all-reduce in this step, counted per call), comm_s (time some bucket's communication was in
@@ -319,7 +321,7 @@ class _StepClock:
         return nbytes, busy, wait
 
 
-def _check_compression(torch, dist, compression, device):
+def _check_compression(torch, dist, compression):
     if compression not in COMPRESSIONS:
         raise ValueError("compression=%r: choose one of %s" % (compression, ", ".join(COMPRESSIONS)))
     backend = dist.get_backend()
@@ -329,6 +331,8 @@ def _check_compression(torch, dist, compression, device):
                          "compression=\"fp16\" or \"powersgd\" on gloo" % torch.__version__)
     if compression == "bf16" and backend == "nccl":
         nccl = torch.cuda.nccl.version()
+        if isinstance(nccl, int):  # older torch: 2906 for 2.9.6
+            nccl = (nccl // 1000, nccl // 100 % 10, nccl % 100)
         if not torch.cuda.is_bf16_supported() or tuple(nccl) < (2, 9, 6):
             raise ValueError("compression=\"bf16\" needs a GPU with bfloat16 and NCCL >= 2.9.6 "
                              "(have NCCL %s); use \"fp16\"" % ".".join(map(str, nccl)))
@@ -347,7 +351,7 @@ def wrap(model, compression="none", powersgd_rank=1, powersgd_start_iter=10,
     if not dist.is_initialized():
         raise RuntimeError("call trainyard.distributed.init() before wrap()")
     device = next(model.parameters()).device
-    _check_compression(torch, dist, compression, device)
+    _check_compression(torch, dist, compression)
     if device.type == "cuda" and "device_ids" not in ddp_kwargs:
         ddp_kwargs["device_ids"] = [device.index]
     ddp = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
