@@ -31,6 +31,8 @@ def _alive(pid):
 
 
 class KillHarness(unittest.TestCase):
+    kills = KILLS
+
     def setUp(self):
         self.tmp = sdk_test_util.TempDir()
         self.addCleanup(self.tmp.cleanup)
@@ -84,7 +86,7 @@ class KillHarness(unittest.TestCase):
         shutil.rmtree(ckpt)
         self.assertEqual(len(reference), max(reference))
         mid_epoch = 0
-        for kill in range(KILLS):
+        for kill in range(self.kills):
             steps, done, pids = self.run_child(ckpt, mode, self.rng.uniform(0.0, run_s),
                                                notice=kill % 3 == 2)
             for step, samples in steps.items():
@@ -103,7 +105,7 @@ class KillHarness(unittest.TestCase):
         for step, samples in steps.items():
             self.assertEqual(samples, reference[step], "final run, step %d" % step)
         print("\n%s: %d kills, %d stopped mid-epoch; every step matched the uninterrupted run"
-              % (mode, KILLS, mid_epoch))
+              % (mode, self.kills, mid_epoch))
 
 
 
