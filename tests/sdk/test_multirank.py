@@ -25,9 +25,9 @@ class MultiRankTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def save(self, mgrs, step, which=None, attempt=1):
-        for r, mgr in enumerate(mgrs):
-            if which is None or r in which:
-                mgr.save(step, shard_payload(r, step, attempt))
+        for mgr in mgrs:
+            if which is None or mgr.rank in which:
+                mgr.save(step, shard_payload(mgr.rank, step, attempt))
 
     def test_a_step_counts_only_once_every_rank_saved_it(self):
         mgrs = ranks(self.dir)
@@ -68,8 +68,12 @@ class MultiRankTest(unittest.TestCase):
     def test_a_shard_of_an_earlier_attempt_never_joins_a_step(self):
         self.save(ranks(self.dir), 1)
         self.save(ranks(self.dir), 2, which=[0])  # attempt 1: only rank 0 saved step 2
+        # Attempt 2: ranks 1 and 2 save step 2 before rank 0 has even opened the directory.
+        mgrs = [None] + [CheckpointManager(self.dir, keep_last=1, sharded=True, rank=r,
+                                           world_size=3, attempt=2) for r in (1, 2)]
+        self.save(mgrs[1:], 2, attempt=2)
+        self.assertEqual({m.latest().step for m in mgrs[1:]}, {1})
         mgrs = ranks(self.dir, attempt=2)
-        self.save(mgrs, 2, which=[1, 2], attempt=2)
         self.assertEqual({m.latest().step for m in mgrs}, {1})
         self.save(mgrs, 2, which=[0], attempt=2)
         self.assertEqual({m.latest().step for m in mgrs}, {2})
