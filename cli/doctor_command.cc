@@ -30,6 +30,36 @@ std::string percent_cell(const nlohmann::json& v) {
   return v.is_number() ? fmt::format("{:.1f}%", v.get<double>()) : "-";
 }
 
+// What trainyard.distributed measured and what trainyard.tune chose, when the job reported them.
+void print_sdk_stats(const nlohmann::json& s) {
+  const auto wait = s.value("comm_wait_share", nlohmann::json());
+  const auto bytes = s.value("comm_bytes_per_step", nlohmann::json());
+  if (wait.is_number() || bytes.is_number()) {
+    std::cout << fmt::format(
+        "communication wait {}, {} all-reduced per step\n", share_cell(wait),
+        bytes.is_number() ? fmt::format("{:.1f} MB", bytes.get<double>() / 1e6) : "-");
+  }
+  const auto t = s.value("tune", nlohmann::json());
+  if (!t.is_object()) return;
+  auto num = [&](const char* key) {
+    const auto v = t.value(key, nlohmann::json());
+    return v.is_number() ? v.dump() : std::string("-");
+  };
+  std::string line = fmt::format(
+      "tuned by trainyard.tune: micro-batch {} x {} accumulation x {} rank(s) = {} (target {}), "
+      "largest that fits {}",
+      num("micro_batch"), num("accum_steps"), num("world_size"), num("global_batch"),
+      num("target_global_batch"), num("largest_micro_batch"));
+  const auto speedup = t.value("speedup", nlohmann::json());
+  if (speedup.is_number()) {
+    line += fmt::format("; measured {:.2f}x faster per sample than the untuned step",
+                        speedup.get<double>());
+  }
+  if (t.value("channels_last", false)) line += "; channels-last";
+  if (t.value("tf32", false)) line += "; TF32";
+  std::cout << line << "\n";
+}
+
 // Renders to_json(Diagnosis), as the server returns it.
 void print_diagnosis(const nlohmann::json& d) {
   const nlohmann::json s = d.value("stats", nlohmann::json::object());
@@ -60,6 +90,7 @@ void print_diagnosis(const nlohmann::json& d) {
                                  : "-",
                              s.value("dtype", "").empty() ? "-" : s.value("dtype", ""));
   }
+  print_sdk_stats(s);
   for (const auto& f : d.value("findings", nlohmann::json::array())) {
     std::cout << fmt::format("\n[{}] {}: {}\n", f.value("severity", ""), f.value("rule", ""),
                              f.value("summary", ""));
@@ -67,6 +98,8 @@ void print_diagnosis(const nlohmann::json& d) {
       std::cout << "  - " << cell(e) << "\n";
     }
     std::cout << "  action: " << f.value("action", "") << "\n";
+    if (auto sdk = f.find("sdk"); sdk != f.end() && sdk->is_string())
+      std::cout << "  with trainyard: " << sdk->get<std::string>() << "\n";
   }
 }
 

@@ -215,6 +215,43 @@ nlohmann::json opt(const std::optional<T>& v) {
 
 }  // namespace
 
+std::string_view sdk_fix(std::string_view rule) {
+  // One line each, with the option named; docs/training.md shows them in a training loop.
+  static constexpr std::pair<std::string_view, std::string_view> kFixes[] = {
+      {"input-bound",
+       "loader = trainyard.data.Loader(trainyard.data.ShardDataset(\"/data/train\"), "
+       "batch_size=64, decode=decode, workers=4)  # shards written once by "
+       "trainyard.data.write_dataset; prefetched in the background"},
+      {"under-filled",
+       "plan = trainyard.tune.tune(model, make_optimizer, sample_batch, global_batch=1024)  "
+       "# the largest micro-batch whose step fits, accumulation for the rest"},
+      {"near-oom",
+       "plan = trainyard.tune.tune(model, make_optimizer, sample_batch, global_batch=1024)  "
+       "# a micro-batch that fits with a margin, accumulation keeps the global batch"},
+      {"fp32-on-tensor-cores",
+       "trainer = trainyard.tune.tune(model, make_optimizer, sample_batch, "
+       "global_batch=1024).trainer(model, optimizer)  # bf16 autocast (fp16 + GradScaler "
+       "before Ampere), TF32"},
+      {"tensor-cores-idle",
+       "trainer = trainyard.tune.tune(model, make_optimizer, sample_batch, "
+       "global_batch=1024).trainer(model, optimizer)  # autocast around forward and loss, "
+       "TF32"},
+      {"communication-bound",
+       "model = trainyard.distributed.wrap(model, compression=\"powersgd\", "
+       "powersgd_rank=2)  # ~10x fewer bytes per all-reduce; reports comm_wait_s"},
+      {"gpu-imbalance",
+       "loader = trainyard.data.Loader(dataset, batch_size=64, seed=1)  # equal batches on "
+       "every rank"},
+      {"idle-gpu",
+       "ctx = trainyard.distributed.init(); model = model.to(ctx.device)  # the GPU of this "
+       "worker's LOCAL_RANK"},
+  };
+  for (const auto& [name, fix] : kFixes) {
+    if (name == rule) return fix;
+  }
+  return {};
+}
+
 Diagnosis diagnose(const JobTelemetry& job, const DoctorThresholds& thresholds) {
   Context ctx{.job = job, .t = thresholds};
   ctx.model = canonical_model(job);
@@ -228,6 +265,7 @@ Diagnosis diagnose(const JobTelemetry& job, const DoctorThresholds& thresholds) 
                    [](const Finding& a, const Finding& b) {
                      return (a.severity == "warning") > (b.severity == "warning");
                    });
+  for (Finding& f : ctx.findings) f.sdk = std::string(sdk_fix(f.rule));
   Diagnosis out;
   out.job_id = job.job_id;
   out.verdict = verdict_of(ctx);
@@ -241,7 +279,22 @@ nlohmann::json to_json(const Finding& finding) {
           {"severity", finding.severity},
           {"summary", finding.summary},
           {"evidence", finding.evidence},
-          {"action", finding.action}};
+          {"action", finding.action},
+          {"sdk", finding.sdk.empty() ? nlohmann::json(nullptr) : nlohmann::json(finding.sdk)}};
+}
+
+nlohmann::json to_json(const StepMetrics::Tune& t) {
+  return {{"micro_batch", t.micro_batch},
+          {"accum_steps", opt(t.accum_steps)},
+          {"world_size", opt(t.world_size)},
+          {"global_batch", opt(t.global_batch)},
+          {"target_global_batch", opt(t.target_global_batch)},
+          {"largest_micro_batch", opt(t.largest_micro_batch)},
+          {"speedup", opt(t.speedup)},
+          {"step_time_s", opt(t.step_time_s)},
+          {"naive_step_time_s", opt(t.naive_step_time_s)},
+          {"channels_last", t.channels_last},
+          {"tf32", t.tf32}};
 }
 
 nlohmann::json to_json(const Diagnosis& diagnosis) {
@@ -266,7 +319,10 @@ nlohmann::json to_json(const Diagnosis& diagnosis) {
             {"memory_peak_bytes", opt(s.memory_peak_bytes)},
             {"data_wait_share", opt(s.data_wait_share)},
             {"step_time_mean_s", opt(s.step_time_mean_s)},
-            {"dtype", s.dtype}}}};
+            {"dtype", s.dtype},
+            {"comm_wait_share", opt(s.comm_wait_share)},
+            {"comm_bytes_per_step", opt(s.comm_bytes_per_step)},
+            {"tune", s.tune ? to_json(*s.tune) : nlohmann::json(nullptr)}}}};
 }
 
 }  // namespace trainyard::telemetry

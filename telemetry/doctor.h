@@ -27,6 +27,19 @@ struct StepMetrics {
   std::optional<double> step_time_s;
   std::string dtype;                   // "" when not reported
   std::optional<int64_t> total_steps;  // the steps the job means to run, when it says
+  // trainyard.distributed: communication that did not overlap compute, and bytes all-reduced.
+  std::optional<double> comm_wait_s;
+  std::optional<int64_t> comm_bytes;
+  // trainyard.tune's choice, on the line it reported it (tune_micro_batch present).
+  struct Tune {
+    int64_t micro_batch = 0;
+    std::optional<int64_t> accum_steps, world_size, global_batch, target_global_batch,
+        largest_micro_batch;
+    std::optional<double> speedup, step_time_s, naive_step_time_s;
+    bool channels_last = false;
+    bool tf32 = false;
+  };
+  std::optional<Tune> tune;
 };
 
 struct JobTelemetry {
@@ -44,6 +57,7 @@ struct Finding {
   std::string summary;
   std::vector<std::string> evidence;  // numbers with units
   std::string action;                 // the concrete next step
+  std::string sdk;  // the trainyard SDK option that does it, as a line of Python; "" = none
 };
 
 struct DoctorThresholds {
@@ -93,6 +107,10 @@ struct DoctorThresholds {
   // communication-bound hint (ours): a multi-GPU job, balanced, fed, memory in use, mean util
   // below tb_plugin's 50%.
   double comm_hint_util_mean = 50;
+  // communication-bound, measured: trainyard.distributed's comm_wait_s (all-reduce time that
+  // backward did not hide) over 20% of step time, over >= min_steps lines. HTA reports the same
+  // quantity (communication not overlapped with compute) without a threshold; 20% is ours.
+  double comm_wait_share = 0.20;
 
   // tensor-cores-idle (ours): on a GPU with tensor cores that reports their activity (GPM), a
   // busy device (util mean >= 40%, tb_plugin's "low utilization" line is 50%) whose tensor-core
@@ -130,7 +148,10 @@ struct DoctorStats {
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<double> data_wait_share;  // sum(data_wait_s) / sum(step_time_s)
   std::optional<double> step_time_mean_s;
-  std::string dtype;  // last reported
+  std::string dtype;                          // last reported
+  std::optional<double> comm_wait_share;      // sum(comm_wait_s) / sum(step_time_s)
+  std::optional<double> comm_bytes_per_step;  // mean of comm_bytes
+  std::optional<StepMetrics::Tune> tune;      // the newest choice trainyard.tune reported
 };
 
 struct Diagnosis {
@@ -142,7 +163,12 @@ struct Diagnosis {
 
 Diagnosis diagnose(const JobTelemetry& job, const DoctorThresholds& thresholds = {});
 
+// The SDK option that fixes a rule's finding, as one line of Python (docs/training.md); "" when
+// the SDK has none (a node problem, a leak in the user's code).
+std::string_view sdk_fix(std::string_view rule);
+
 nlohmann::json to_json(const Finding& finding);
+nlohmann::json to_json(const StepMetrics::Tune& tune);
 nlohmann::json to_json(const Diagnosis& diagnosis);
 
 // One metrics line. Errors name the field and what it must be.

@@ -51,6 +51,7 @@ void imbalance_rule(Context& ctx) {
 }
 
 void communication_hint(Context& ctx) {
+  if (ctx.comm_measured) return;  // measured from the step metrics instead (or fine)
   const auto devices = busy_devices(ctx);
   if (devices.size() < 2) return;
   for (const char* rule : {"input-bound", "under-filled", "gpu-imbalance", "idle-gpu"}) {

@@ -50,6 +50,9 @@ struct Context {
   // From the step metrics: whether they show the input pipeline to be fine (data wait measured and
   // under the threshold), so the GPU-sample guess at input-boundness is not made.
   bool input_measured_ok = false;
+  // Whether trainyard.distributed measured the communication wait (then the utilization-based
+  // communication hint is not needed).
+  bool comm_measured = false;
   std::vector<Finding> findings;
 
   bool has(std::string_view rule) const;

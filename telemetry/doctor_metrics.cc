@@ -53,6 +53,41 @@ util::Status read_count(const json& obj, const char* field, std::optional<int64_
   return field_error(field, "an integer >= 0", *it);
 }
 
+util::Status read_ratio(const json& obj, const char* field, std::optional<double>& out) {
+  auto it = obj.find(field);
+  if (it == obj.end() || it->is_null()) return util::Status::ok();
+  if (!it->is_number()) return field_error(field, "a number", *it);
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0) return field_error(field, "a finite number >= 0", *it);
+  out = v;
+  return util::Status::ok();
+}
+
+bool read_flag(const json& obj, const char* field) {
+  auto it = obj.find(field);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
+// trainyard.tune's line (tune_micro_batch present): its choice and measured speed-up.
+util::Status read_tune(const json& obj, StepMetrics& m) {
+  std::optional<int64_t> micro;
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_micro_batch", micro));
+  if (!micro) return util::Status::ok();
+  StepMetrics::Tune t{.micro_batch = *micro};
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_accum_steps", t.accum_steps));
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_world_size", t.world_size));
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_global_batch", t.global_batch));
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_target_global_batch", t.target_global_batch));
+  TY_RETURN_IF_ERROR(read_count(obj, "tune_largest_micro_batch", t.largest_micro_batch));
+  TY_RETURN_IF_ERROR(read_ratio(obj, "tune_speedup", t.speedup));
+  TY_RETURN_IF_ERROR(read_seconds(obj, "tune_step_time_s", t.step_time_s));
+  TY_RETURN_IF_ERROR(read_seconds(obj, "tune_naive_step_time_s", t.naive_step_time_s));
+  t.channels_last = read_flag(obj, "tune_channels_last");
+  t.tf32 = read_flag(obj, "tune_tf32");
+  m.tune = t;
+  return util::Status::ok();
+}
+
 }  // namespace
 
 util::Result<StepMetrics> parse_step_metrics_line(std::string_view line) {
@@ -87,6 +122,9 @@ util::Result<StepMetrics> parse_step_metrics_line(std::string_view line) {
     if (!it->is_string()) return field_error("dtype", "a string such as \"bf16\"", *it);
     m.dtype = it->get<std::string>();
   }
+  TY_RETURN_IF_ERROR(read_seconds(obj, "comm_wait_s", m.comm_wait_s));
+  TY_RETURN_IF_ERROR(read_count(obj, "comm_bytes", m.comm_bytes));
+  TY_RETURN_IF_ERROR(read_tune(obj, m));
   return m;
 }
 

@@ -173,6 +173,61 @@ TensorCoreInfo tensor_core_info(std::string_view model_name) {
   return {};
 }
 
+namespace {
+
+// Communication measured by trainyard.distributed: the all-reduce time backward did not hide.
+void comm_wait_rule(Context& ctx) {
+  double wait = 0, total = 0, bytes = 0;
+  int64_t lines = 0, byte_lines = 0;
+  for (const auto& s : ctx.job.steps) {
+    if (s.comm_bytes) {
+      bytes += static_cast<double>(*s.comm_bytes);
+      ++byte_lines;
+    }
+    if (!s.comm_wait_s || !s.step_time_s) continue;
+    wait += *s.comm_wait_s;
+    total += *s.step_time_s;
+    ++lines;
+  }
+  if (byte_lines > 0) ctx.stats.comm_bytes_per_step = bytes / static_cast<double>(byte_lines);
+  if (lines < ctx.t.min_steps || total <= 0) return;
+  const double share = wait / total;
+  ctx.stats.comm_wait_share = share;
+  ctx.comm_measured = true;
+  if (share <= ctx.t.comm_wait_share) return;
+  std::vector<std::string> evidence = {
+      fmt::format("communication not hidden by backward: {} of step time (mean {:.4f} s of "
+                  "{:.4f} s over {} metric lines; threshold {})",
+                  percent(share), wait / static_cast<double>(lines),
+                  total / static_cast<double>(lines), lines, percent(ctx.t.comm_wait_share))};
+  if (ctx.stats.comm_bytes_per_step) {
+    evidence.push_back(
+        fmt::format("{:.1f} MB all-reduced per step", *ctx.stats.comm_bytes_per_step / 1e6));
+  }
+  ctx.findings.push_back(Finding{
+      .rule = "communication-bound",
+      .severity = "warning",
+      .summary =
+          fmt::format("ranks wait on gradient communication {} of each step", percent(share)),
+      .evidence = std::move(evidence),
+      .action = "send fewer bytes: compress gradients (PowerSGD rank 2-4, or bf16/fp16), "
+                "accumulate more micro-batches per all-reduce (no_sync()), or keep the job's "
+                "ranks on fewer, better-connected nodes",
+  });
+}
+
+// The newest choice trainyard.tune reported, so show and the doctor can say what it did.
+void tune_stats(Context& ctx) {
+  for (auto it = ctx.job.steps.rbegin(); it != ctx.job.steps.rend(); ++it) {
+    if (it->tune) {
+      ctx.stats.tune = *it->tune;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 void run_step_rules(Context& ctx) {
   ctx.stats.steps = static_cast<int64_t>(ctx.job.steps.size());
   ctx.stats.enough_steps = ctx.stats.steps >= ctx.t.min_steps;
@@ -184,6 +239,8 @@ void run_step_rules(Context& ctx) {
   data_wait_rule(ctx);
   fp32_rule(ctx);
   step_outlier_rule(ctx);
+  comm_wait_rule(ctx);
+  tune_stats(ctx);
 }
 
 }  // namespace trainyard::telemetry::doctor_internal

@@ -116,6 +116,7 @@ std::vector<Finding> trace_findings(const TraceAnalysis& a, const TraceOptions& 
                    "(input, Python overhead); other idle means synchronisations in the step "
                    "(.item(), .cpu(), torch.cuda.synchronize()); then raise the batch size"});
   }
+  for (Finding& f : out) f.sdk = std::string(sdk_fix(f.rule));
   return out;
 }
 
@@ -169,6 +170,7 @@ std::string format_trace_report(const TraceAnalysis& a) {
     out += fmt::format("  [{}] {}: {}\n", f.severity, f.rule, f.summary);
     for (const auto& e : f.evidence) out += "    - " + e + "\n";
     out += "    action: " + f.action + "\n";
+    if (!f.sdk.empty()) out += "    with trainyard: " + f.sdk + "\n";
   }
   return out;
 }

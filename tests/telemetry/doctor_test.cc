@@ -353,6 +353,80 @@ TEST(Doctor, ToJsonCarriesFindingsAndStats) {
   EXPECT_TRUE(j["stats"]["data_wait_share"].is_null());
 }
 
+TEST(Doctor, FindingsNameTheSdkOptionThatFixesThem) {
+  auto d = diagnose(JobBuilder().gpu(busy, flat(0.6)).steps(100, steady_step, 0.2).build());
+  const Finding* f = find(d, "input-bound");
+  ASSERT_NE(f, nullptr) << rules_of(d);
+  EXPECT_NE(f->sdk.find("trainyard.data.Loader("), std::string::npos) << f->sdk;
+  EXPECT_EQ(to_json(*f)["sdk"], f->sdk);
+  auto hot =
+      diagnose(JobBuilder().gpu(busy, flat(0.6), [](int) { return kThrottleHwThermal; }).build());
+  const Finding* t = find(hot, "thermal-throttling");
+  ASSERT_NE(t, nullptr) << rules_of(hot);
+  EXPECT_TRUE(t->sdk.empty()) << "a node problem has no SDK fix";
+  EXPECT_TRUE(to_json(*t)["sdk"].is_null());
+  for (std::string_view rule :
+       {"under-filled", "near-oom", "fp32-on-tensor-cores", "tensor-cores-idle",
+        "communication-bound", "gpu-imbalance", "idle-gpu"}) {
+    EXPECT_NE(sdk_fix(rule).find("trainyard."), std::string_view::npos) << rule;
+  }
+  EXPECT_TRUE(sdk_fix("memory-leak").empty());
+}
+
+// trainyard.distributed's comm_wait_s: communication that backward did not hide.
+JobTelemetry comm_job(double wait_share, std::function<double(int)> util) {
+  JobTelemetry job =
+      JobBuilder().gpu(util, flat(0.6)).gpu(util, flat(0.6)).steps(100, steady_step, 0.01).build();
+  for (auto& m : job.steps) {
+    m.comm_wait_s = *m.step_time_s * wait_share;
+    m.comm_bytes = 8'000'000;
+  }
+  return job;
+}
+
+TEST(Doctor, CommunicationBoundMeasuredFromTheSdksCommWait) {
+  auto d = diagnose(comm_job(0.3, busy));
+  const Finding* f = find(d, "communication-bound");
+  ASSERT_NE(f, nullptr) << rules_of(d);
+  EXPECT_EQ(f->severity, "warning");
+  EXPECT_NE(all_evidence(*f).find("30.0% of step time"), std::string::npos) << all_evidence(*f);
+  EXPECT_NE(all_evidence(*f).find("8.0 MB all-reduced per step"), std::string::npos);
+  EXPECT_NE(f->sdk.find("powersgd"), std::string::npos);
+  EXPECT_NEAR(*d.stats.comm_wait_share, 0.3, 1e-9);
+  // Measured and small: neither the measured rule nor the utilization guess fires.
+  auto low = [](int i) { return 35 + 5 * std::sin(i * 0.5); };
+  auto fine = diagnose(comm_job(0.1, low));
+  EXPECT_EQ(find(fine, "communication-bound"), nullptr) << rules_of(fine);
+  EXPECT_NEAR(*fine.stats.comm_bytes_per_step, 8e6, 1e-6);
+}
+
+TEST(Doctor, StatsCarryTheNewestChoiceOfTrainyardTune) {
+  JobTelemetry job = JobBuilder().steps(60, steady_step, 0.01).build();
+  auto tuned = parse_step_metrics_line(
+      R"({"time":1700000000,"dtype":"bf16","tune_micro_batch":64,"tune_accum_steps":4,)"
+      R"("tune_world_size":1,"tune_global_batch":256,"tune_target_global_batch":256,)"
+      R"("tune_largest_micro_batch":70,"tune_speedup":4.2,"tune_channels_last":true,"tune_tf32":false})");
+  ASSERT_TRUE(tuned.is_ok()) << tuned.status().to_string();
+  ASSERT_TRUE(tuned->tune.has_value());
+  job.steps.insert(job.steps.begin(), *tuned);
+  auto d = diagnose(job);
+  ASSERT_TRUE(d.stats.tune.has_value());
+  EXPECT_EQ(d.stats.tune->micro_batch, 64);
+  EXPECT_EQ(d.stats.tune->accum_steps, 4);
+  EXPECT_TRUE(d.stats.tune->channels_last);
+  const auto j = to_json(d)["stats"]["tune"];
+  EXPECT_EQ(j["largest_micro_batch"], 70);
+  EXPECT_DOUBLE_EQ(j["speedup"].get<double>(), 4.2);
+  EXPECT_TRUE(to_json(diagnose(JobBuilder().steps(60, steady_step, 0.01).build()))["stats"]["tune"]
+                  .is_null());
+  auto bad = parse_step_metrics_line(R"({"time":1,"tune_micro_batch":64,"tune_speedup":"x"})");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("`tune_speedup`"), std::string::npos);
+  auto negative = parse_step_metrics_line(R"({"time":1,"comm_bytes":-5})");
+  ASSERT_FALSE(negative.is_ok());
+  EXPECT_NE(negative.status().message().find("`comm_bytes`"), std::string::npos);
+}
+
 TEST(StepMetrics, ParsesTheContractExample) {
   auto m = parse_step_metrics_line(
       R"({"time":1748779212.5,"rank":0,"attempt":2,"step":1201,"samples":64,"loss":0.4127,)"

@@ -126,7 +126,8 @@ function doctorCard(d) {
   const items = d.findings.map((f) => h('li', { class: `finding sev-${f.severity === 'warning' ? 'warning' : 'info'}`, 'data-rule': f.rule },
     h('p', {}, h('span', { class: 'badge' }, f.severity), ' ', h('strong', {}, f.rule), ': ', f.summary),
     f.evidence.length ? h('ul', { class: 'evidence' }, f.evidence.map((e) => h('li', {}, e))) : null,
-    h('p', { class: 'fix' }, h('strong', {}, 'Suggested fix: '), f.action)));
+    h('p', { class: 'fix' }, h('strong', {}, 'Suggested fix: '), f.action),
+    f.sdk ? h('p', { class: 'fix' }, h('strong', {}, 'With trainyard: '), h('code', { 'data-field': 'sdk' }, f.sdk)) : null));
   return [h('p', { 'data-field': 'doctor.verdict' }, d.verdict),
     items.length ? h('ul', { class: 'findings' }, items) : null,
     (d.notes || []).map((n) => h('p', { class: 'muted' }, n))];
