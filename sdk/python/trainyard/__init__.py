@@ -8,8 +8,14 @@
         ckpt.save(step, files)
         job.exit_preempted()                    # exit 75: requeue, resume later
 
-PyTorch helpers live in trainyard.torch_state and are imported only on use,
-so the rest works with the standard library alone.
+Modules imported on first use (torch only where they need it):
+    trainyard.torch_state   model/optimizer/scheduler/RNG state as checkpoint files
+    trainyard.data          sharded records, a prefetching loader that resumes mid-epoch
+    trainyard.tune          micro-batch, accumulation, mixed precision for this device
+    trainyard.distributed   torch.distributed from the job's variables, DDP, compression
+
+so `import trainyard` works with the standard library alone. docs/training.md shows
+them together in one training loop.
 """
 
 from .checkpoint import Checkpoint, CheckpointError, CheckpointManager
@@ -26,9 +32,12 @@ __all__ = ["Checkpoint", "CheckpointError", "CheckpointManager", "EXIT_DONE", "E
            "worker_init_fn", "young_interval"]
 
 
+_LAZY = ("torch_state", "data", "tune", "distributed")
+
+
 def __getattr__(name):
-    # `trainyard.torch_state` without importing torch for users who do not need it.
-    if name == "torch_state":
+    # `trainyard.data` and the rest without importing them (or torch) for users who do not.
+    if name in _LAZY:
         import importlib
-        return importlib.import_module(".torch_state", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'trainyard' has no attribute %r" % name)
