@@ -192,6 +192,7 @@ std::optional<MetricsTail> read_metrics_tail(const fs::path& file) {
   MetricsTail tail;
   std::string partial;  // the current line so far
   std::string last_complete;
+  std::string last_tuned;
   // Lines are short and files are appended every few seconds; one pass is cheap enough for
   // `show`, and counting needs it anyway. A line without its newline is still being written.
   const bool ok = f.read_all(f.size(), [&](const char* p, size_t n) {
@@ -201,6 +202,7 @@ std::optional<MetricsTail> read_metrics_tail(const fs::path& file) {
         continue;
       }
       ++tail.lines;
+      if (partial.find("\"tune_micro_batch\"") != std::string::npos) last_tuned = partial;
       last_complete.swap(partial);
       partial.clear();
     }
@@ -208,6 +210,13 @@ std::optional<MetricsTail> read_metrics_tail(const fs::path& file) {
   if (!ok || last_complete.empty()) return std::nullopt;
   tail.last = nlohmann::json::parse(last_complete, nullptr, false);
   if (tail.last.is_discarded() || !tail.last.is_object()) return std::nullopt;
+  const auto tuned = nlohmann::json::parse(last_tuned, nullptr, false);
+  if (tuned.is_object()) {
+    tail.tuned = nlohmann::json::object();
+    for (const auto& [key, value] : tuned.items()) {
+      if (key.starts_with("tune_") || key == "dtype") tail.tuned[key] = value;
+    }
+  }
   return tail;
 }
 

@@ -49,6 +49,9 @@ std::optional<util::Time> newest_checkpoint_time(const std::filesystem::path& di
 struct MetricsTail {
   nlohmann::json last;
   int64_t lines = 0;
+  // The newest line trainyard.tune wrote (one with `tune_micro_batch`: its choice and measured
+  // speed-up), its `tune_*` fields and `dtype`; null when there is none.
+  nlohmann::json tuned;
 };
 std::optional<MetricsTail> read_metrics_tail(const std::filesystem::path& file);
 

@@ -130,8 +130,10 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
   const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
   if (!as_job.ok()) return;
   const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / exec::kMetricsFile);
-  if (metrics)
+  if (metrics) {
     j["metrics"] = {{"attempt", attempt}, {"lines", metrics->lines}, {"last", metrics->last}};
+    if (!metrics->tuned.is_null()) j["metrics"]["tuned"] = metrics->tuned;
+  }
   for (const auto& c : exec::list_checkpoints(checkpoint, {.check_hashes = false})) {
     if (!c.verified) continue;
     j["checkpoint"] = {{"step", c.step}, {"bytes", c.bytes}, {"created", c.created}};

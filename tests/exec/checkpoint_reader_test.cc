@@ -79,6 +79,22 @@ TEST_F(CheckpointReaderTest, MetricsTailSkipsALineStillBeingWritten) {
   EXPECT_FALSE(read_metrics_tail(dir_ / "none.jsonl").has_value());
 }
 
+TEST_F(CheckpointReaderTest, MetricsTailKeepsTheNewestTuneChoice) {
+  write(dir_ / "m.jsonl",
+        "{\"dtype\": \"fp32\", \"tune_micro_batch\": 8, \"tune_speedup\": 1.0}\n"
+        "{\"step\": 1}\n"
+        "{\"dtype\": \"bf16\", \"tune_micro_batch\": 64, \"tune_accum_steps\": 4, "
+        "\"lr\": 0.1}\n"
+        "{\"step\": 2, \"dtype\": \"bf16\"}\n");
+  auto tail = read_metrics_tail(dir_ / "m.jsonl");
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->last["step"], 2);
+  EXPECT_EQ(tail->tuned,
+            nlohmann::json({{"dtype", "bf16"}, {"tune_micro_batch", 64}, {"tune_accum_steps", 4}}));
+  write(dir_ / "plain.jsonl", "{\"step\": 1}\n");
+  EXPECT_TRUE(read_metrics_tail(dir_ / "plain.jsonl")->tuned.is_null());
+}
+
 TEST_F(CheckpointReaderTest, LinksFifosAndDevicesAreNeverRead) {
   // A manifest that is a link (the job could point it at any file), a listed file that is a
   // FIFO (opening it would block the server) and one that is a device.
