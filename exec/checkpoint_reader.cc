@@ -102,6 +102,21 @@ void verify(CheckpointInfo& info, const CheckpointListOptions& options) {
   const auto text = read_text(dir / kManifestFile, kMaxManifestBytes);
   if (!text) {
     info.problem = "no MANIFEST.json (or not a regular file)";
+    // A sharded save (docs/job-contract.md) writes the step's manifest once every rank's shard
+    // is in: until then the step is in progress, not damaged.
+    std::error_code ec;
+    int shards = 0;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.starts_with("rank-") && !name.ends_with(".tmp") &&
+          fs::is_regular_file(it->path() / kManifestFile, ec))
+        ++shards;
+    }
+    if (shards > 0)
+      info.problem = fmt::format(
+          "a sharded save in progress: {} rank shard(s) committed, the step's MANIFEST.json is "
+          "written once every rank's shard is in",
+          shards);
     return;
   }
   const auto m = nlohmann::json::parse(*text, nullptr, false);

@@ -79,6 +79,17 @@ TEST_F(CheckpointReaderTest, MetricsTailSkipsALineStillBeingWritten) {
   EXPECT_FALSE(read_metrics_tail(dir_ / "none.jsonl").has_value());
 }
 
+TEST_F(CheckpointReaderTest, AShardedStepWithoutItsManifestIsInProgress) {
+  write(dir_ / "step-7" / "rank-0" / "MANIFEST.json", "{}");
+  write(dir_ / "step-7" / "rank-1" / "MANIFEST.json", "{}");
+  write(dir_ / "step-7" / "rank-2.tmp" / "x", "partial");
+  auto list = list_checkpoints(dir_);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_FALSE(list[0].verified);
+  EXPECT_NE(list[0].problem.find("sharded save in progress: 2 rank shard(s)"), std::string::npos)
+      << list[0].problem;
+}
+
 TEST_F(CheckpointReaderTest, MetricsTailKeepsTheNewestTuneChoice) {
   write(dir_ / "m.jsonl",
         "{\"dtype\": \"fp32\", \"tune_micro_batch\": 8, \"tune_speedup\": 1.0}\n"
