@@ -22,15 +22,20 @@ util::Status field_error(std::string_view field, std::string_view must, const js
                                             type_of(got), got.dump().substr(0, 40)));
 }
 
-// A non-negative number, or an error naming the field.
-util::Status read_seconds(const json& obj, const char* field, std::optional<double>& out) {
+// A finite non-negative number (`what` says which kind), or an error naming the field.
+util::Status read_non_negative(const json& obj, const char* field, std::string_view what,
+                               std::optional<double>& out) {
   auto it = obj.find(field);
   if (it == obj.end() || it->is_null()) return util::Status::ok();
-  if (!it->is_number()) return field_error(field, "a number of seconds", *it);
+  if (!it->is_number()) return field_error(field, what, *it);
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < 0) return field_error(field, "a finite number >= 0", *it);
   out = v;
   return util::Status::ok();
+}
+
+util::Status read_seconds(const json& obj, const char* field, std::optional<double>& out) {
+  return read_non_negative(obj, field, "a number of seconds", out);
 }
 
 util::Status read_count(const json& obj, const char* field, std::optional<int64_t>& out) {
@@ -53,16 +58,6 @@ util::Status read_count(const json& obj, const char* field, std::optional<int64_
   return field_error(field, "an integer >= 0", *it);
 }
 
-util::Status read_ratio(const json& obj, const char* field, std::optional<double>& out) {
-  auto it = obj.find(field);
-  if (it == obj.end() || it->is_null()) return util::Status::ok();
-  if (!it->is_number()) return field_error(field, "a number", *it);
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || v < 0) return field_error(field, "a finite number >= 0", *it);
-  out = v;
-  return util::Status::ok();
-}
-
 bool read_flag(const json& obj, const char* field) {
   auto it = obj.find(field);
   return it != obj.end() && it->is_boolean() && it->get<bool>();
@@ -79,7 +74,7 @@ util::Status read_tune(const json& obj, StepMetrics& m) {
   TY_RETURN_IF_ERROR(read_count(obj, "tune_global_batch", t.global_batch));
   TY_RETURN_IF_ERROR(read_count(obj, "tune_target_global_batch", t.target_global_batch));
   TY_RETURN_IF_ERROR(read_count(obj, "tune_largest_micro_batch", t.largest_micro_batch));
-  TY_RETURN_IF_ERROR(read_ratio(obj, "tune_speedup", t.speedup));
+  TY_RETURN_IF_ERROR(read_non_negative(obj, "tune_speedup", "a number", t.speedup));
   TY_RETURN_IF_ERROR(read_seconds(obj, "tune_step_time_s", t.step_time_s));
   TY_RETURN_IF_ERROR(read_seconds(obj, "tune_naive_step_time_s", t.naive_step_time_s));
   t.channels_last = read_flag(obj, "tune_channels_last");

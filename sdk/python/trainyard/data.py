@@ -40,9 +40,9 @@ import functools
 from .data_cache import ShardCache
 from .data_format import (DataError, ShardDataset, ShardReader, ShardWriter, read_index,
                           write_dataset)
-from .data_loader import (STATE_FORMAT, StepTimer, WaitTimer, _identity, _InlinePool,
-                          _ProcessPool, _ThreadPool, _work, check_state, close_at_exit, env_rank,
-                          epoch_order, pin, want_pinning)
+from .data_loader import (STATE_FORMAT, EpochCursor, StepTimer, WaitTimer, _identity,
+                          _InlinePool, _ProcessPool, _ThreadPool, _work, check_state,
+                          close_at_exit, env_rank, epoch_order, pin, want_pinning)
 
 __all__ = ["DataError", "Loader", "ShardCache", "ShardDataset", "ShardReader", "ShardWriter",
            "StepTimer", "WaitTimer", "epoch_order", "read_index", "resumable_dataloader",
@@ -52,7 +52,7 @@ _ORDER_KEYS = ("dataset", "seed", "shuffle", "shuffle_buffer")
 _SPLIT_KEYS = ("world_size", "batch_size", "drop_last")
 
 
-class Loader(StepTimer):
+class Loader(EpochCursor):
     """Batches of decoded records for this rank, prefetched in the background.
 
     dataset: a ShardDataset (or its directory). decode(bytes) -> sample runs in
@@ -134,21 +134,6 @@ class Loader(StepTimer):
 
     # -- iteration --------------------------------------------------------------------
 
-    def __len__(self):
-        """Batches left in the current epoch (all of them once it is finished)."""
-        left = self.batches_per_epoch - self.batch
-        return left if left > 0 else self.batches_per_epoch
-
-    def __iter__(self):
-        self._abandon()
-        # A finished epoch moves on here, not after its last batch: a state saved
-        # right after the last batch resumes at the start of the next epoch.
-        if self.batch >= self.batches_per_epoch:
-            self.epoch += 1
-            self.batch = 0
-        self._active = self._iterate(self.epoch, self.batch)
-        return self._active
-
     def _iterate(self, epoch, start):
         pool = self._get_pool()
         end = self.batches_per_epoch
@@ -178,11 +163,6 @@ class Loader(StepTimer):
                 self._pool = _ProcessPool(self._fn, self.workers)
                 close_at_exit(self)
         return self._pool
-
-    def _abandon(self):
-        if self._active is not None:
-            self._active.close()
-            self._active = None
 
     def set_epoch(self, epoch):
         """Starts `epoch` from its beginning."""

@@ -134,6 +134,18 @@ class StepTimer:
         return {"data_wait_s": round(self.last_wait_s, 6),
                 "step_time_s": round(time.monotonic() - self._step_start, 6)}
 
+    def _timed(self, iterable):
+        """The items of `iterable`, each next() timed as the step's data wait."""
+        it = iter(iterable)
+        while True:
+            self._begin()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            self._end()
+            yield item
+
 
 class WaitTimer(StepTimer):
     """Wraps any iterable (a torch DataLoader, ...) to measure its data wait per step."""
@@ -143,15 +155,34 @@ class WaitTimer(StepTimer):
         self.iterable = iterable
 
     def __iter__(self):
-        it = iter(self.iterable)
-        while True:
-            self._begin()
-            try:
-                item = next(it)
-            except StopIteration:
-                return
-            self._end()
-            yield item
+        return self._timed(self.iterable)
+
+
+class EpochCursor(StepTimer):
+    """A loader's position, (epoch, batch): len() is the batches left in the epoch, and
+    iter() yields them through the subclass's _iterate(epoch, start_batch), moving on to the
+    next epoch once one is finished (not after its last batch, so a state saved right after
+    the last batch resumes at the start of the next epoch). Subclasses set epoch, batch and
+    _active and define batches_per_epoch and _iterate."""
+
+    def __len__(self):
+        """Batches left in the current epoch (all of them once it is finished)."""
+        left = self.batches_per_epoch - self.batch
+        return left if left > 0 else self.batches_per_epoch
+
+    def __iter__(self):
+        self._abandon()
+        if self.batch >= self.batches_per_epoch:
+            self.epoch += 1
+            self.batch = 0
+        self._active = self._iterate(self.epoch, self.batch)
+        return self._active
+
+    def _abandon(self):
+        """Closes the iteration in progress (its prefetched batches are made again)."""
+        if self._active is not None:
+            self._active.close()
+            self._active = None
 
 
 def _work(dataset, decode, collate, indices):

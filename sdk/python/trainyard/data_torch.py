@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, get_worker_info
 
 from . import runtime
-from .data_loader import StepTimer, check_state, close_at_exit, env_rank
+from .data_loader import EpochCursor, check_state, close_at_exit, env_rank
 from .sampler import ResumableSampler
 
 try:
@@ -91,7 +91,7 @@ class _Batches:
                    for i in order[b * o.batch_size:(b + 1) * o.batch_size]]
 
 
-class ResumableDataLoader(StepTimer):
+class ResumableDataLoader(EpochCursor):
     """Iterates one epoch's remaining batches per iter(); state()/load() save the position.
 
     Built by resumable_dataloader(). `loader.dataloader` is the torch DataLoader.
@@ -121,34 +121,12 @@ class ResumableDataLoader(StepTimer):
         full, rest = divmod(self.sampler.per_epoch, self.batch_size)
         return full + (1 if rest and not self.drop_last else 0)
 
-    def __len__(self):
-        left = self.batches_per_epoch - self.batch
-        return left if left > 0 else self.batches_per_epoch
-
-    def __iter__(self):
-        self._abandon()
-        if self.batch >= self.batches_per_epoch:
-            self.epoch += 1
-            self.batch = 0
-        self._active = self._iterate()
-        return self._active
-
-    def _iterate(self):
-        it = iter(self.dataloader)
-        while True:
-            self._begin()
-            try:
-                batch = next(it)
-            except StopIteration:
-                return
+    def _iterate(self, epoch, start):
+        # The batch sampler reads epoch and batch itself (_Batches); closing this generator
+        # drops a non-persistent DataLoader iterator, whose workers then stop.
+        for batch in self._timed(self.dataloader):
             self.batch += 1
-            self._end()
             yield batch
-
-    def _abandon(self):
-        if self._active is not None:
-            self._active.close()  # drops a non-persistent iterator: its workers stop
-            self._active = None
 
     def close(self):
         """Stops the DataLoader's workers (persistent ones too); iterating starts new ones."""
