@@ -16,6 +16,7 @@ namespace {
 constexpr std::string_view kGpuKey = "nvidia.com/gpu";
 constexpr std::string_view kMigPrefix = "nvidia.com/mig-";
 constexpr std::string_view kReservedEnvPrefix = "TRAINYARD_";
+constexpr std::string_view kSdkEnvPrefix = "TRAINYARD_TUNE_";
 // Linux refuses an execve whose argument or environment string, with its NUL, is longer than
 // MAX_ARG_STRLEN (32 pages = 131072 bytes): such a job would only fail at launch with E2BIG.
 constexpr size_t kMaxExecString = 131072;
@@ -44,6 +45,8 @@ bool is_env_name(std::string_view s) {
 }
 
 bool is_reserved_env(std::string_view s) {
+  // The training SDK's own settings (trainyard.tune's pinned plan) are the job's to set.
+  if (s.starts_with(kSdkEnvPrefix)) return false;
   return s.starts_with(kReservedEnvPrefix) ||
          std::find(std::begin(kReservedEnv), std::end(kReservedEnv), s) != std::end(kReservedEnv);
 }
@@ -169,7 +172,8 @@ class TemplateReader {
     }
     if (is_reserved_env(name)) {
       return r_.invalid(name_field, "a variable trainyard does not set itself",
-                        "trainyard sets TRAINYARD_*, CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK, "
+                        "trainyard sets TRAINYARD_* (except the SDK's TRAINYARD_TUNE_*), "
+                        "CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK, "
                         "LOCAL_RANK, MASTER_ADDR and MASTER_PORT for each worker");
     }
     if (!env_names_.insert(name).second) {

@@ -191,9 +191,13 @@ TEST(JobManifestErrors, EnvironmentNamesAreCheckedAndReservedOnesRefused) {
                                "    command: [x]\n    env: [{name: CUDA_VISIBLE_DEVICES, "
                                "value: \"0\"}]")),
             "job.yaml:9: spec.template.env[0].name must be a variable trainyard does not set "
-            "itself, got \"CUDA_VISIBLE_DEVICES\" (trainyard sets TRAINYARD_*, "
-            "CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for "
-            "each worker)");
+            "itself, got \"CUDA_VISIBLE_DEVICES\" (trainyard sets TRAINYARD_* (except the "
+            "SDK's TRAINYARD_TUNE_*), CUDA_VISIBLE_DEVICES, WORLD_SIZE, RANK, LOCAL_RANK, "
+            "MASTER_ADDR and MASTER_PORT for each worker)");
+  // trainyard.tune's pinned plan (its probe prints these lines for template.env).
+  const auto tuned = parse_job_manifest(
+      with_line(8, "    command: [x]\n    env: {TRAINYARD_TUNE_MICRO_BATCH: 16}"), "job.yaml");
+  EXPECT_TRUE(tuned.is_ok()) << tuned.status().to_string();
   EXPECT_CONTAINS(error_of(with_line(8, "    command: [x]\n    env: {TRAINYARD_JOB_ID: 1}")),
                   "job.yaml:9: spec.template.env.TRAINYARD_JOB_ID must be a variable trainyard");
   EXPECT_EQ(error_of(with_line(8, "    command: [x]\n    env: {1ABC: x}")),
