@@ -24,7 +24,7 @@ PYTHON = "/usr/bin/python3"
 COMMON = ["--steps", "60", "--global-batch", "64", "--memory-budget-mib", "16",
           "--compression", "powersgd"]
 SLOW = COMMON + ["--decode-delay-ms", "3", "--loader-workers", "1"]
-FIXED = COMMON + ["--decode-delay-ms", "0", "--loader-workers", "4"]
+FIXED = COMMON + ["--decode-delay-ms", "0", "--loader-workers", "4", "--prefetch", "16"]
 LOADER_FIX = "with trainyard: loader = trainyard.data.Loader("
 
 
