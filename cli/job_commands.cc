@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "cli/progress_format.h"
 #include "cli/selectors.h"
 #include "cli/start_format.h"
+#include "util/read_file.h"
 
 namespace trainyard::cli {
 namespace {
@@ -133,12 +133,12 @@ Runner add_submit(CLI::App& app) {
       if (f == "-") {
         ss << std::cin.rdbuf();
       } else {
-        std::ifstream in(f);
-        if (!in) {
-          rc = report("submit", util::not_found(fmt::format("cannot read {}", f)));
+        auto text = util::read_file(f);
+        if (!text.is_ok()) {
+          rc = report("submit", text.status());
           continue;
         }
-        ss << in.rdbuf();
+        ss << *text;
       }
       const std::string label = f == "-" ? "stdin" : f;
       // One key per file, kept across this file's retries only.

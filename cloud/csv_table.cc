@@ -1,7 +1,6 @@
 #include "cloud/csv_table.h"
 
-#include <fstream>
-#include <sstream>
+#include "util/read_file.h"
 
 namespace trainyard::cloud {
 namespace {
@@ -82,11 +81,8 @@ util::Result<CsvTable> CsvTable::parse_rows(std::string_view text, std::string n
 }
 
 util::Result<CsvTable> CsvTable::read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(path + ": cannot open (check the path)");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse(buf.str(), path);
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path));
+  return parse(text, path);
 }
 
 int CsvTable::find_column(std::string_view header) const {

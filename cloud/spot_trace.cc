@@ -2,11 +2,10 @@
 // shapes, into one step-function-plus-reclaims form that simcloud replays. The format is told
 // from the content, so a file's extension does not matter.
 #include "cloud/spot_trace.h"
+#include "util/read_file.h"
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -189,11 +188,8 @@ util::Result<SpotTrace> parse_spot_trace(std::string_view text, std::string_view
 }
 
 util::Result<SpotTrace> load_spot_trace(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(path.string() + ": cannot open (check the path)");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_spot_trace(buf.str(), path.string());
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path));
+  return parse_spot_trace(text, path.string());
 }
 
 util::Result<std::map<std::string, SpotTrace>> load_skypilot_zone_traces(

@@ -2,11 +2,10 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "model/accelerator.h"
+#include "util/read_file.h"
 
 namespace trainyard::cloud {
 namespace {
@@ -64,11 +63,8 @@ util::Result<ThroughputTable> ThroughputTable::parse_gavel(std::string_view json
 }
 
 util::Result<ThroughputTable> ThroughputTable::load_gavel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(path + ": cannot open (check the path)");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_gavel(buf.str(), path);
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path));
+  return parse_gavel(text, path);
 }
 
 ThroughputTable ThroughputTable::from_measurements(

@@ -8,22 +8,14 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "util/read_file.h"
+
 namespace trainyard::exec::internal {
 namespace {
-
-std::optional<std::string> read_small_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 util::Status errno_status(std::string_view what, const std::filesystem::path& path) {
   return util::internal_error(fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
@@ -102,8 +94,8 @@ util::Status write_file_atomically(const std::filesystem::path& path, std::strin
 }
 
 std::optional<ProcStat> read_proc_stat(int pid) {
-  auto text = read_small_file(fmt::format("/proc/{}/stat", pid));
-  if (!text) return std::nullopt;
+  auto text = util::read_file(fmt::format("/proc/{}/stat", pid));
+  if (!text.is_ok()) return std::nullopt;
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so fields are counted
   // from the last ')'. State is field 3 and start time field 22.
   size_t paren = text->rfind(')');
@@ -123,8 +115,8 @@ std::string format_pid_file(const ProcessRef& ref) {
 
 util::Result<ProcessRef> read_pid_file(const std::filesystem::path& run_dir) {
   std::filesystem::path path = run_dir / kPidFile;
-  auto text = read_small_file(path);
-  if (!text) {
+  auto text = util::read_file(path);
+  if (!text.is_ok()) {
     return util::not_found(
         fmt::format("{}: no pid file (the worker never started here)", path.string()));
   }
@@ -143,8 +135,8 @@ std::string format_exit_status(ExitKind kind, int code) {
 }
 
 std::optional<ProcessStatus> read_exit_status(const std::filesystem::path& run_dir) {
-  auto text = read_small_file(run_dir / kExitStatusFile);
-  if (!text) return std::nullopt;
+  auto text = util::read_file(run_dir / kExitStatusFile);
+  if (!text.is_ok()) return std::nullopt;
   std::vector<std::string_view> words = split_words(*text);
   ProcessStatus status;
   if (words.size() != 2 || !parse_int(words[1], status.code)) return std::nullopt;

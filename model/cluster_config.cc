@@ -1,9 +1,7 @@
 #include "model/cluster_config.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +10,7 @@
 #include "model/accelerator.h"
 #include "model/names.h"
 #include "model/quantity.h"
+#include "util/read_file.h"
 
 namespace trainyard::model {
 namespace {
@@ -443,11 +442,8 @@ util::Result<ClusterConfig> parse_cluster_yaml(const std::string& text, const st
 }
 
 util::Result<ClusterConfig> load_cluster_yaml(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return util::not_found(fmt::format("{}: cannot open the cluster file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_cluster_yaml(buf.str(), path);
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path, {.what = "the cluster file"}));
+  return parse_cluster_yaml(text, path);
 }
 
 }  // namespace trainyard::model

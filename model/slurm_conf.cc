@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include "model/slurm_conf_lines.h"
 #include "model/slurm_gres.h"
 #include "model/slurm_hostlist.h"
+#include "util/read_file.h"
 
 namespace trainyard::model {
 namespace {
@@ -335,11 +335,9 @@ util::Result<ClusterConfig> parse_slurm_conf(const std::string& text, const std:
 }
 
 util::Result<ClusterConfig> load_slurm_conf(const std::string& path, const SlurmConfOptions& opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(fmt::format("{}: cannot open the slurm.conf file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_slurm_conf(buf.str(), path, opts);
+  TY_ASSIGN_OR_RETURN(const std::string text,
+                      util::read_file(path, {.what = "the slurm.conf file"}));
+  return parse_slurm_conf(text, path, opts);
 }
 
 bool is_slurm_conf_path(std::string_view path) {

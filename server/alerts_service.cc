@@ -9,14 +9,6 @@
 namespace trainyard::server {
 namespace {
 
-// RFC 3339 in UTC with milliseconds, like every time the API shows.
-std::string api_time(int64_t ms) {
-  const util::Time t{std::chrono::milliseconds(ms)};
-  const std::string whole = util::format_time(t);  // "...:08Z"
-  const int64_t frac = ((ms % 1000) + 1000) % 1000;
-  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), frac);
-}
-
 std::vector<telemetry::AlertObservation> observations(const std::vector<AttributedSample>& round) {
   std::vector<telemetry::AlertObservation> out;
   out.reserve(round.size());
@@ -46,8 +38,10 @@ nlohmann::json alert_json(const telemetry::Alert& a) {
           {"subject", {{"gpu", gpu}, {"jobs", jobs}, {"team", a.subject.team}}},
           {"summary", a.summary},
           {"resolution", a.firing() ? nlohmann::json(nullptr) : nlohmann::json(a.resolution)},
-          {"startedAt", api_time(a.started_ms)},
-          {"resolvedAt", a.resolved_ms ? nlohmann::json(api_time(*a.resolved_ms)) : nullptr}};
+          {"startedAt", util::format_time_ms(util::from_millis(a.started_ms))},
+          {"resolvedAt",
+           a.resolved_ms ? nlohmann::json(util::format_time_ms(util::from_millis(*a.resolved_ms)))
+                         : nullptr}};
 }
 
 nlohmann::json webhook_json(const telemetry::Alert& a) {
@@ -70,9 +64,10 @@ nlohmann::json webhook_json(const telemetry::Alert& a) {
       {"status", status},
       {"labels", labels},
       {"annotations", annotations},
-      {"startsAt", api_time(a.started_ms)},
+      {"startsAt", util::format_time_ms(util::from_millis(a.started_ms))},
       // Alertmanager's "no end yet" is the zero time.
-      {"endsAt", a.resolved_ms ? api_time(*a.resolved_ms) : "0001-01-01T00:00:00Z"},
+      {"endsAt", a.resolved_ms ? util::format_time_ms(util::from_millis(*a.resolved_ms))
+                               : "0001-01-01T00:00:00Z"},
       {"fingerprint", fmt::format("{:016x}", a.id)}};
   return {{"version", "4"},
           {"status", status},

@@ -1,12 +1,10 @@
 #include "server/batch_gpu_sampler.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "exec/executor.h"
 #include "telemetry/gpu_sample_json.h"
+#include "util/read_file.h"
 
 namespace trainyard::server {
 
@@ -23,11 +21,9 @@ util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t 
   }
   std::vector<telemetry::GpuSample> out;
   for (const auto& w : workers) {
-    std::ifstream in(w.run_dir / exec::kGpuSamplesFile);
-    if (!in) continue;
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    const auto text = util::read_file(w.run_dir / exec::kGpuSamplesFile);
+    if (!text.is_ok()) continue;
+    const auto doc = nlohmann::json::parse(*text, nullptr, false);
     if (!doc.is_object() || !doc.contains("samples") || !doc["samples"].is_array()) continue;
     const int64_t taken = doc.value("time_ms", int64_t{0});
     if (now_ms - taken > stale_after_.count()) continue;

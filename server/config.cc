@@ -1,8 +1,6 @@
 #include "server/config.h"
 
 #include <csignal>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -10,6 +8,7 @@
 #include "model/cluster_config.h"
 #include "model/quantity.h"
 #include "sched/policy.h"
+#include "util/read_file.h"
 
 namespace trainyard::server {
 namespace {
@@ -236,11 +235,8 @@ util::Result<ServerConfig> parse_server_config(const std::string& text, const st
 }
 
 util::Result<ServerConfig> load_server_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return util::not_found(fmt::format("cannot read config file {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_server_config(ss.str(), path);
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path, {.what = "the config file"}));
+  return parse_server_config(text, path);
 }
 
 namespace {

@@ -7,8 +7,6 @@
 #include <cmath>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "exec/checkpoint_reader.h"
 #include "exec/executor.h"
 #include "server/control_plane.h"
@@ -33,12 +31,6 @@ std::optional<std::string> read_tail(int fd, int64_t size, int64_t max_bytes, bo
   }
   text.resize(done);
   return text;
-}
-
-std::string api_time_ms(int64_t ms) {
-  const util::Time t{std::chrono::milliseconds(ms)};
-  const std::string whole = util::format_time(t);  // "...:08Z"
-  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ((ms % 1000) + 1000) % 1000);
 }
 
 bool shows_progress(const std::string& state) {
@@ -96,7 +88,7 @@ nlohmann::json ControlPlane::progress_json(int64_t id, int attempt, const std::s
                       {"fraction", opt(p->fraction())},
                       {"stepsPerSecond", opt(p->steps_per_s)},
                       {"samplesPerSecond", opt(p->samples_per_s)},
-                      {"reported", api_time_ms(p->reported_ms)},
+                      {"reported", util::format_time_ms(util::from_millis(p->reported_ms))},
                       {"etaSeconds", nullptr},
                       {"finishEstimate", nullptr}};
   if (p->eta_s) {
@@ -106,7 +98,7 @@ nlohmann::json ControlPlane::progress_json(int64_t id, int attempt, const std::s
         std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
             .count();
     j["etaSeconds"] = std::max<int64_t>(0, (finish_ms - now_ms + 999) / 1000);
-    j["finishEstimate"] = api_time_ms(finish_ms);
+    j["finishEstimate"] = util::format_time_ms(util::from_millis(finish_ms));
   }
   return j;
 }

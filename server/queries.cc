@@ -13,16 +13,9 @@
 namespace trainyard::server {
 namespace {
 
-// RFC 3339 in UTC with milliseconds: "2026-11-22T20:40:08.123Z".
-std::string format_api_time(util::Time t) {
-  const std::string whole = util::format_time(t);  // "...:08Z"
-  const int64_t ms = (t.time_since_epoch().count() / 1000) % 1000;
-  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ms < 0 ? ms + 1000 : ms);
-}
-
 nlohmann::json time_or_null(util::Time t) {
   if (t == util::kEpoch) return nullptr;
-  return format_api_time(t);
+  return util::format_time_ms(t);
 }
 
 nlohmann::json parse_or_empty(const std::string& text) {
@@ -236,7 +229,7 @@ util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t af
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& e : events) {
     arr.push_back({{"seq", e.seq},
-                   {"time", format_api_time(e.at)},
+                   {"time", util::format_time_ms(e.at)},
                    {"type", e.type},
                    {"from", e.from_state},
                    {"to", e.to_state},

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "exec/executor.h"
 #include "model/accelerator.h"
 #include "server/control_plane.h"
@@ -27,12 +25,6 @@ int64_t to_ms(util::Time t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-std::string api_time_ms(int64_t ms) {
-  const util::Time t = util::Time(std::chrono::milliseconds(ms));
-  const std::string whole = util::format_time(t);  // "...:08Z"
-  return fmt::format("{}.{:03d}Z", whole.substr(0, whole.size() - 1), ((ms % 1000) + 1000) % 1000);
-}
-
 template <typename T>
 json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
@@ -40,7 +32,7 @@ json opt(const std::optional<T>& v) {
 
 // The measurements of a sample; identity fields are added by the callers that need them.
 json measurements_json(const telemetry::GpuSample& s) {
-  return {{"time", api_time_ms(s.time_ms)},
+  return {{"time", util::format_time_ms(util::from_millis(s.time_ms))},
           {"gpuUtilPercent", opt(s.gpu_util_percent)},
           {"memUtilPercent", opt(s.mem_util_percent)},
           {"smActivePercent", opt(s.sm_active_percent)},
@@ -70,7 +62,7 @@ json measurements_json(const telemetry::GpuSample& s) {
 
 json minute_json(const store::TelemetryMinute& m) {
   return {{"device", m.device_uuid},
-          {"minute", api_time_ms(to_ms(m.minute))},
+          {"minute", util::format_time_ms(m.minute)},
           {"samples", m.samples},
           {"gpuUtilAvg", opt(m.gpu_util_avg)},
           {"gpuUtilMax", opt(m.gpu_util_max)},
@@ -333,21 +325,23 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
       throttle = throttle.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
     if (s.last_xid) xid = *s.last_xid;
   }
-  json j = {{"samples", samples},
-            {"devices", static_cast<int64_t>(devices.size())},
-            {"from", first_ms < 0 ? json(nullptr) : json(api_time_ms(first_ms))},
-            {"to", last_ms < 0 ? json(nullptr) : json(api_time_ms(last_ms))},
-            {"gpuUtilAvg", opt(util.mean())},
-            {"gpuUtilP95", opt(util.percentile(0.95))},
-            {"gpuUtilMax", opt(util_max)},
-            {"smActiveAvg", opt(sm_active.mean())},
-            {"tensorActiveAvg", opt(tensor_active.mean())},
-            {"memoryUsedMaxBytes", opt(mem_max)},
-            {"memoryTotalBytes", opt(mem_total)},
-            {"temperatureMaxC", opt(temp_max)},
-            {"powerAvgW", opt(power.mean())},
-            {"throttleReasons", opt(throttle)},
-            {"lastXid", opt(xid)}};
+  json j = {
+      {"samples", samples},
+      {"devices", static_cast<int64_t>(devices.size())},
+      {"from",
+       first_ms < 0 ? json(nullptr) : json(util::format_time_ms(util::from_millis(first_ms)))},
+      {"to", last_ms < 0 ? json(nullptr) : json(util::format_time_ms(util::from_millis(last_ms)))},
+      {"gpuUtilAvg", opt(util.mean())},
+      {"gpuUtilP95", opt(util.percentile(0.95))},
+      {"gpuUtilMax", opt(util_max)},
+      {"smActiveAvg", opt(sm_active.mean())},
+      {"tensorActiveAvg", opt(tensor_active.mean())},
+      {"memoryUsedMaxBytes", opt(mem_max)},
+      {"memoryTotalBytes", opt(mem_total)},
+      {"temperatureMaxC", opt(temp_max)},
+      {"powerAvgW", opt(power.mean())},
+      {"throttleReasons", opt(throttle)},
+      {"lastXid", opt(xid)}};
   return j;
 }
 

@@ -3,14 +3,13 @@
 #include <grp.h>
 #include <pwd.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "server/state_dir.h"
+#include "util/read_file.h"
 
 namespace trainyard::server {
 namespace {
@@ -27,11 +26,13 @@ util::Result<std::unique_ptr<WorkerIdentities>> WorkerIdentities::open(
 }
 
 util::Status WorkerIdentities::load() {
-  std::ifstream in(map_file_);
-  if (!in) return util::Status::ok();  // no team has had a uid yet
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  auto text = util::read_file(map_file_);
+  if (!text.is_ok()) {
+    // Not opened: no team has had a uid yet. Opened but not read: as unusable as bad JSON.
+    if (text.status().code() == util::StatusCode::NotFound) return util::Status::ok();
+    text = std::string();
+  }
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
   const auto bad = [&](const std::string& why) {
     return util::failed_precondition(fmt::format(
         "{}: {}; it maps teams to the uids that own their checkpoints: restore it from a backup, "

@@ -2,19 +2,16 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 
 util::Result<CsvReader> CsvReader::open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(fmt::format("{}: cannot open the file (does it exist?)", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return CsvReader(buf.str(), path);
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
+  return CsvReader(std::move(text), path);
 }
 
 CsvReader CsvReader::from_string(std::string text, std::string name) {

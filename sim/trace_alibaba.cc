@@ -9,6 +9,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -124,7 +125,7 @@ util::Status parse_pod(const CsvReader& csv, const PodColumns& c, Workload& w) {
 }  // namespace
 
 util::Result<Workload> load_alibaba(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_alibaba_from_text(std::move(text), path, opts);
 }
 

@@ -9,6 +9,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -53,7 +54,7 @@ util::Result<model::Node> parse_node(const CsvReader& csv, const NodeColumns& c)
 }  // namespace
 
 util::Result<std::vector<model::Node>> load_alibaba_nodes(const std::string& path) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_alibaba_nodes_from_text(std::move(text), path);
 }
 

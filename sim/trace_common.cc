@@ -1,20 +1,10 @@
 #include "sim/trace_common.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 namespace trainyard::sim {
-
-util::Result<std::string> read_trace_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(fmt::format("{}: cannot open the file (does it exist?)", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 util::Result<double> get_time_seconds(const CsvReader& csv, int col) {
   TY_ASSIGN_OR_RETURN(const double s, csv.get_double(col));

@@ -1,5 +1,5 @@
-// Helpers the trace adapters share: reading a trace file into memory, numeric fields checked
-// against a range with file:line:column errors, and turning a GPU count into a gang of workers.
+// Helpers the trace adapters share: numeric fields checked against a range with file:line:column
+// errors, and turning a GPU count into a gang of workers.
 // Internal to sim/'s adapters; bounds keep microsecond arithmetic far from int64 overflow.
 #pragma once
 
@@ -21,8 +21,6 @@ inline constexpr double kMaxTraceTimeSeconds = 1e12;
 inline constexpr double kMaxTraceDurationSeconds = 1e9;
 // Team of traces that name none (Tiresias, Sia, Pollux; the generic CSV without `team`).
 inline constexpr std::string_view kDefaultTeam = "default";
-
-util::Result<std::string> read_trace_file(const std::string& path);
 
 // A time stamp in seconds, 0..kMaxTraceTimeSeconds.
 util::Result<double> get_time_seconds(const CsvReader& csv, int col);

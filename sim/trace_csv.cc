@@ -17,6 +17,7 @@
 #include "sim/trace_common.h"
 #include "sim/trace_csv_columns.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -285,7 +286,7 @@ void GenericCsvLoader::number_by_submit() {
 }  // namespace
 
 util::Result<Workload> load_csv_trace(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_csv_trace_from_text(std::move(text), path, opts);
 }
 

@@ -9,6 +9,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -41,7 +42,7 @@ constexpr int kPhillyGpusPerServer = 8;
 }  // namespace
 
 util::Result<Workload> load_philly(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_philly_from_text(std::move(text), path, opts);
 }
 

@@ -15,6 +15,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -172,7 +173,7 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
 }  // namespace
 
 util::Result<Workload> load_pollux(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_pollux_from_text(std::move(text), path, opts);
 }
 
@@ -182,7 +183,7 @@ util::Result<Workload> load_pollux_from_text(std::string text, const std::string
 }
 
 util::Result<Workload> load_sia(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_sia_from_text(std::move(text), path, opts);
 }
 

@@ -5,6 +5,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -72,7 +73,7 @@ std::vector<std::string> trace_formats() {
 
 util::Result<Workload> load_trace(const std::string& format, const std::string& path,
                                   const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_trace_from_text(format, std::move(text), path, opts);
 }
 

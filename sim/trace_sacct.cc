@@ -10,6 +10,7 @@
 #include "sim/trace_common.h"
 #include "sim/trace_sacct_fields.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -180,7 +181,7 @@ class SacctLoader {
 }  // namespace
 
 util::Result<Workload> load_sacct(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_sacct_from_text(std::move(text), path, opts);
 }
 

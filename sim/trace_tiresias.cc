@@ -6,6 +6,7 @@
 #include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/read_file.h"
 
 namespace trainyard::sim {
 namespace {
@@ -16,7 +17,7 @@ constexpr int kTiresiasGpusPerServer = 4;
 }  // namespace
 
 util::Result<Workload> load_tiresias(const std::string& path, const TraceOptions& opts) {
-  TY_ASSIGN_OR_RETURN(std::string text, read_trace_file(path));
+  TY_ASSIGN_OR_RETURN(std::string text, util::read_file(path));
   return load_tiresias_from_text(std::move(text), path, opts);
 }
 

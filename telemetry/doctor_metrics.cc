@@ -1,12 +1,11 @@
 // Reading a job's metrics file (docs/job-contract.md, "Metrics") into StepMetrics. Lenient where
 // the contract says so (unknown fields, null loss, a torn last line), precise everywhere else.
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "telemetry/doctor.h"
+#include "util/read_file.h"
 
 namespace trainyard::telemetry {
 namespace {
@@ -149,12 +148,8 @@ util::Result<std::vector<StepMetrics>> parse_step_metrics_text(std::string_view 
 }
 
 util::Result<std::vector<StepMetrics>> read_step_metrics_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return util::not_found(fmt::format("{}: cannot open the metrics file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return util::invalid_argument(fmt::format("{}: read error", path));
-  return parse_step_metrics_text(text.str(), path);
+  TY_ASSIGN_OR_RETURN(const std::string text, util::read_file(path, {.what = "the metrics file"}));
+  return parse_step_metrics_text(text, path);
 }
 
 }  // namespace trainyard::telemetry

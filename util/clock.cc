@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include <fmt/format.h>
+
 #include "util/status.h"
 
 namespace trainyard::util {
@@ -27,6 +29,13 @@ std::string format_time(Time t) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string format_time_ms(Time t) {
+  std::string text = format_time(t);
+  const int64_t ms = (t - kEpoch).count() / 1000 % 1000;
+  text.insert(text.size() - 1, fmt::format(".{:03d}", ms < 0 ? ms + 1000 : ms));
+  return text;
 }
 
 }  // namespace trainyard::util

@@ -28,9 +28,16 @@ constexpr Time from_seconds(double s) {
 constexpr double to_seconds(Time t) {
   return to_seconds(t - kEpoch);
 }
+constexpr Time from_millis(int64_t ms) {
+  return kEpoch + std::chrono::milliseconds(ms);
+}
 
 // "2017-10-09T07:01:55Z" style rendering of a time, UTC.
 std::string format_time(Time t);
+// "2017-10-09T07:01:55.123Z": format_time with milliseconds, the form of every time the API shows.
+// Before 1970 the seconds and the milliseconds are each cut toward the epoch, then the
+// milliseconds shown as their distance up from a whole second (-0.25 s: "...T00:00:00.750Z").
+std::string format_time_ms(Time t);
 
 class Clock {
  public:
