@@ -212,7 +212,8 @@ def current():
 
 
 def ignore_notice_signals(signals=None):
-    """Makes this process ignore the notice signals (call it in a child process).
+    """Makes this process ignore the notice signals unless its parent sends them (call it in
+    a child process).
 
     The notice goes to the whole process group, so a worker process started by the
     training program (a DataLoader worker) gets it too; torch's workers die of SIGTERM,
@@ -221,12 +222,63 @@ def ignore_notice_signals(signals=None):
     children are stopped by it as they would be at the end of training, and SIGKILL
     at the deadline still reaches them. `signals`: numbers or names; by default the
     ones this process's Job handles (inherited over fork), else SIGTERM.
+
+    The parent's own SIGTERM still stops the child: multiprocessing sends it to daemon
+    children at interpreter exit and then joins them (a DataLoader with persistent_workers
+    would otherwise hang the exit), and DataLoader sends it to workers that do not stop.
+    On Linux a thread tells the sender apart (sigwaitinfo's si_pid); elsewhere the signals
+    are ignored outright.
     """
     if signals is None:
         signals = (_current._installed if _current is not None and _current._installed
                    else (signal.SIGTERM,))
-    for sig in signals:
-        signal.signal(getattr(signal, sig) if isinstance(sig, str) else sig, signal.SIG_IGN)
+    sigs = {getattr(signal, s) if isinstance(s, str) else s for s in signals}
+    if hasattr(signal, "sigwaitinfo") and hasattr(signal, "pthread_sigmask"):
+        _obey_parent_only(sigs)
+        return
+    for sig in sigs:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+_watched = {}  # pid -> signals a _parent_watch thread handles in this process
+
+
+def _parent_pids():
+    """Who may stop this child: its parent, and (forkserver) the process that asked for it."""
+    import multiprocessing
+    pids = {os.getppid()}
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid:
+        pids.add(parent.pid)
+    return pids
+
+
+def _obey_parent_only(sigs):
+    # Blocked in this thread and every thread it starts, so the signals stay pending until
+    # the watcher takes them; a thread started earlier would run the no-op handler instead.
+    for sig in sigs:
+        signal.signal(sig, _ignore)
+    signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    pid = os.getpid()
+    new = sigs - _watched.get(pid, set())
+    if not new:
+        return
+    _watched.setdefault(pid, set()).update(new)
+    threading.Thread(target=_parent_watch, args=(new, _parent_pids()), daemon=True,
+                     name="trainyard-notice-shield").start()
+
+
+def _ignore(signum, frame):
+    pass
+
+
+def _parent_watch(sigs, parents):
+    while True:
+        info = signal.sigwaitinfo(sigs)
+        if info.si_pid in parents:
+            # Exit 0, not death by the signal: torch's SIGCHLD handler raises "DataLoader
+            # worker ... is killed by signal" in the parent when it sees the latter.
+            os._exit(0)
 
 
 def worker_init_fn(worker_id=None):
