@@ -72,8 +72,7 @@ bool QuotaLedger::same_cohort(int a, int b) const {
   return ca >= 0 && ca == snap_->teams[b].cohort;
 }
 
-void QuotaLedger::delta(const SnapshotJob& job, std::span<const Assignment> placement,
-                        std::vector<int64_t>* out) const {
+void QuotaLedger::delta(std::span<const Assignment> placement, std::vector<int64_t>* out) const {
   out->assign(keys_, 0);
   for (const Assignment& a : placement) {
     if (a.gpu_idx < 0) continue;
@@ -86,12 +85,11 @@ void QuotaLedger::delta(const SnapshotJob& job, std::span<const Assignment> plac
     (*out)[m] += milli;
     (*out)[keys_ - 1] += milli;
   }
-  (void)job;
 }
 
 void QuotaLedger::add(const SnapshotJob& job, std::span<const Assignment> placement, int sign) {
   if (job.team < 0) return;
-  delta(job, placement, &scratch_);
+  delta(placement, &scratch_);
   const int c = cohort_of(job.team);
   for (int k = 0; k < keys_; ++k) {
     usage_[job.team * keys_ + k] += sign * scratch_[k];
@@ -103,18 +101,42 @@ void QuotaLedger::add(const SnapshotJob& job, std::span<const Assignment> placem
 
 std::vector<int64_t> QuotaLedger::usage_of(std::span<const Assignment> placement) const {
   std::vector<int64_t> out;
-  delta(SnapshotJob{}, placement, &out);
+  delta(placement, &out);
   return out;
 }
 
 QuotaVerdict QuotaLedger::check(const SnapshotJob& job,
                                 std::span<const Assignment> placement) const {
   if (!has_quotas_ || job.team < 0) return {};
-  delta(job, placement, &scratch_);
+  delta(placement, &scratch_);
   return check_usage(job.team, scratch_);
 }
 
+std::vector<int64_t> QuotaLedger::cohort_left_of(int team) const {
+  const int c = cohort_of(team);
+  if (c < 0) return {};
+  const auto first = cohort_left_.begin() + static_cast<std::ptrdiff_t>(c) * keys_;
+  return {first, first + keys_};
+}
+
+void QuotaLedger::return_to_cohort(int victim_team, std::span<const Assignment> placement, int sign,
+                                   std::span<int64_t> cohort_left) const {
+  if (victim_team < 0 || cohort_left.empty() || cohort_of(victim_team) < 0) return;
+  delta(placement, &scratch_);
+  for (int k = 0; k < keys_; ++k) {
+    if (quota(victim_team, k).nominal_milli >= 0) cohort_left[k] += sign * scratch_[k];
+  }
+}
+
 QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key) const {
+  const int c = cohort_of(team);
+  if (c < 0) return check_usage(team, per_key, {});
+  return check_usage(team, per_key,
+                     std::span(cohort_left_).subspan(static_cast<size_t>(c) * keys_, keys_));
+}
+
+QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key,
+                                      std::span<const int64_t> cohort_left) const {
   if (!has_quotas_ || team < 0) return {};
   bool borrows = false;
   for (int k = 0; k < keys_; ++k) {
@@ -124,9 +146,8 @@ QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key
     const int64_t want = usage(team, k) + per_key[k];
     // What the cohort has left: the others' nominal quota minus their usage, borrowers
     // included, so quota one member already borrowed is not lent a second time.
-    const int c = cohort_of(team);
     const int64_t others_left =
-        c < 0 ? 0 : cohort_left_[c * keys_ + k] - (q.nominal_milli - usage(team, k));
+        cohort_left.empty() ? 0 : cohort_left[k] - (q.nominal_milli - usage(team, k));
     if (want <= q.nominal_milli) {
       // Within its own nominal quota, unless members borrowed that part of it: then the
       // cohort as a whole would exceed its quota (others_left < 0 is what they borrowed).
@@ -147,7 +168,7 @@ QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key
 bool QuotaLedger::may_reclaim_for(const SnapshotJob& job,
                                   std::span<const Assignment> placement) const {
   if (!has_quotas_ || job.team < 0) return false;
-  delta(job, placement, &scratch_);
+  delta(placement, &scratch_);
   bool limited = false;
   for (int k = 0; k < keys_; ++k) {
     const QuotaEntry q = quota(job.team, k);
@@ -178,7 +199,7 @@ bool QuotaLedger::borrowing(int team) const {
 bool QuotaLedger::within_nominal_after(const SnapshotJob& job,
                                        std::span<const Assignment> placement) const {
   if (!has_quotas_ || job.team < 0) return false;
-  delta(job, placement, &scratch_);
+  delta(placement, &scratch_);
   for (int k = 0; k < keys_; ++k) {
     const QuotaEntry q = quota(job.team, k);
     if (scratch_[k] > 0 && q.nominal_milli >= 0 &&

@@ -34,6 +34,16 @@ class QuotaLedger {
   QuotaVerdict check(const SnapshotJob& job, std::span<const Assignment> placement) const;
   // The same for a placement whose usage per key (delta()) the caller computed once.
   QuotaVerdict check_usage(int team, std::span<const int64_t> per_key) const;
+  // For what-if searches that return other teams' usage and take it back (quota reclaim)
+  // without changing the ledger: the unused nominal quota per key of `team`'s cohort, as kept
+  // by add() (empty when the team has no cohort); return_to_cohort() changes such a copy as
+  // add(victim, placement, -sign) would, for a victim of another team of the same cohort; and
+  // check_usage() against the copy decides as check_usage() would after those add() calls.
+  std::vector<int64_t> cohort_left_of(int team) const;
+  void return_to_cohort(int victim_team, std::span<const Assignment> placement, int sign,
+                        std::span<int64_t> cohort_left) const;
+  QuotaVerdict check_usage(int team, std::span<const int64_t> per_key,
+                           std::span<const int64_t> cohort_left) const;
   // Milli-GPUs per key (models, then "all") that a placement takes.
   std::vector<int64_t> usage_of(std::span<const Assignment> placement) const;
   void add(const SnapshotJob& job, std::span<const Assignment> placement, int sign);
@@ -56,8 +66,7 @@ class QuotaLedger {
  private:
   QuotaEntry quota(int team, int key) const;
   // Milli-GPUs per key (models, then "all") that a placement takes.
-  void delta(const SnapshotJob& job, std::span<const Assignment> placement,
-             std::vector<int64_t>* out) const;
+  void delta(std::span<const Assignment> placement, std::vector<int64_t>* out) const;
 
   const Snapshot* snap_;
   int keys_;

@@ -1,5 +1,6 @@
 #include "sched/internal/place_per_worker.h"
 
+#include <array>
 #include <bit>
 #include <cstdint>
 
@@ -10,6 +11,15 @@ namespace {
 
 using model::kMaxGpusPerNode;
 using model::kMilliPerGpu;
+
+// Bits set per byte: std::popcount compiles to a library call on the baseline x86-64 target,
+// and the MIG scoring asks it for every GPU of every MIG node scanned.
+constexpr auto kSlicesUsed = [] {
+  std::array<uint8_t, 256> bits{};
+  for (int v = 0; v < 256; ++v)
+    bits[v] = static_cast<uint8_t>(std::popcount(static_cast<unsigned>(v)));
+  return bits;
+}();
 
 // Capacity this job's earlier workers already took in this placement attempt.
 struct Overlay {
@@ -92,7 +102,7 @@ void consider_node(const SnapshotJob& job, const ClusterState& state, const Over
       const uint8_t used = f.mig_used[gpu] | overlay.mig_taken(idx, gpu);
       for (int s = model::kMigMemorySlices - 1; s >= 0; --s) {
         if (!((p->start_mask >> s) & 1) || (used & p->slot_bits(s))) continue;
-        const int64_t occupied = std::popcount(used);
+        const int64_t occupied = kSlicesUsed[used];
         const int64_t score = (pack ? occupied : 8 - occupied) * 16 + s;
         if (best.node < 0 || score > best.score) best = {idx, gpu, static_cast<int8_t>(s), score};
         break;
@@ -164,7 +174,9 @@ bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state,
   const int64_t whole_score = pack ? milli : kMilliPerGpu - milli;
   if (pack) {
     // Any fitting shared GPU scores above every whole one, and they lie on shared_gpu_nodes().
-    scan(job, state, opts, state.shared_gpu_nodes(), kNoBound, search);
+    // An exact fit (nothing left over) scores the most, and a later node only replaces a
+    // strictly higher score: the first exact fit ends the scan.
+    scan(job, state, opts, state.shared_gpu_nodes(), kMilliPerGpu, search);
     if (search.best.node >= 0 && search.best.score > whole_score) return true;
     search = {};
     return first_whole_gpu_spot(job, state, opts, whole_score, search);

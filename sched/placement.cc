@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 
 #include "sched/internal/node_filter.h"
 #include "sched/internal/place_per_worker.h"
@@ -200,27 +201,74 @@ int64_t node_capacity(const SnapshotJob& job, const ClusterState& state, int nod
   return internal::has_worker_spot(job, state, node_idx, opts) ? 1 : 0;
 }
 
-bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter) {
-  const model::WorkerRequest& w = job.worker;
-  int64_t capacity = 0;
-  uint8_t last = kFilterGpus;
+NodeGroups::NodeGroups(const Snapshot& snap, const std::vector<bool>* selector_matches)
+    : selector_matches_(selector_matches) {
+  using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, bool>;
+  std::map<Key, size_t> index;
   for (int idx = 0; idx < static_cast<int>(snap.nodes.size()); ++idx) {
     const SnapshotNode& n = snap.nodes[idx];
-    if (uint8_t m = static_mismatch(job, snap, idx, PlaceOptions{})) {
-      last = m;
-      continue;
+    const bool matches = selector_matches != nullptr && (*selector_matches)[idx];
+    const Key key{n.gpu_model,   n.gpu_count,      n.mig_enabled, n.spot,
+                  n.cpu.value(), n.memory.value(), matches};
+    auto [it, inserted] = index.try_emplace(key, groups_.size());
+    if (inserted) {
+      groups_.push_back({idx, idx, 1});
+    } else {
+      groups_[it->second].last = idx;
+      ++groups_[it->second].count;
     }
-    int64_t per_node = INT32_MAX;
-    if (w.gpus > 0) {
-      per_node = n.gpu_count / w.gpus;
-    } else if (!w.mig_profile.empty()) {
-      const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
-      per_node = int64_t{n.gpu_count} * p->max_instances;
-    } else if (w.gpu_milli.value() > 0) {
-      per_node = int64_t{n.gpu_count} * (kMilliPerGpu / w.gpu_milli.value());
+  }
+}
+
+namespace {
+
+// How many of the job's workers node `n` could hold were it empty.
+int64_t empty_node_capacity(const SnapshotJob& job, const Snapshot& snap, const SnapshotNode& n) {
+  const model::WorkerRequest& w = job.worker;
+  int64_t per_node = INT32_MAX;
+  if (w.gpus > 0) {
+    per_node = n.gpu_count / w.gpus;
+  } else if (!w.mig_profile.empty()) {
+    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
+    per_node = int64_t{n.gpu_count} * p->max_instances;
+  } else if (w.gpu_milli.value() > 0) {
+    per_node = int64_t{n.gpu_count} * (kMilliPerGpu / w.gpu_milli.value());
+  }
+  return workers_by_resources(w, n.cpu, n.memory, per_node);
+}
+
+}  // namespace
+
+bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter,
+                const PlaceOptions& opts, const NodeGroups* groups) {
+  int64_t capacity = 0;
+  uint8_t last = kFilterGpus;  // the filter of the highest-index node filtered out
+  const std::vector<bool>* selector = job.node_selector.empty() ? nullptr : opts.selector_matches;
+  if (groups != nullptr && groups->selector_matches() == selector &&
+      (selector != nullptr || job.node_selector.empty())) {
+    // Every node of a group gets the same answer; the last filtered node is in the group
+    // whose last node is highest.
+    int32_t last_idx = -1;
+    for (const NodeGroups::Group& g : groups->groups()) {
+      if (uint8_t m = static_mismatch(job, snap, g.first, opts)) {
+        if (g.last > last_idx) {
+          last_idx = g.last;
+          last = m;
+        }
+        continue;
+      }
+      capacity += g.count * empty_node_capacity(job, snap, snap.nodes[g.first]);
+      if (capacity >= job.workers) return false;
     }
-    capacity += workers_by_resources(w, n.cpu, n.memory, per_node);
-    if (capacity >= job.workers) return false;
+  } else {
+    for (int idx = 0; idx < static_cast<int>(snap.nodes.size()); ++idx) {
+      if (uint8_t m = static_mismatch(job, snap, idx, opts)) {
+        last = m;
+        continue;
+      }
+      capacity += empty_node_capacity(job, snap, snap.nodes[idx]);
+      if (capacity >= job.workers) return false;
+    }
   }
   if (filter) *filter = capacity > 0 ? uint8_t{kFilterGpus} : last;
   return true;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "sched/cluster_state.h"
@@ -76,8 +77,33 @@ PlaceResult place(const SnapshotJob& job, const ClusterState& state, const Place
 int64_t node_capacity(const SnapshotJob& job, const ClusterState& state, int node_idx,
                       const PlaceOptions& opts);
 
+// The snapshot's nodes grouped by everything never_fits() reads of a node (GPU model and
+// count, MIG, spot, CPU, memory, and whether it matches one node selector, given as
+// NodeSelectorIndex's answer; nullptr for jobs without one): a cluster has few kinds of
+// nodes, so never_fits() decides per group rather than per node. Built once per plan and
+// selector.
+class NodeGroups {
+ public:
+  struct Group {
+    int32_t first;  // lowest node index of the group
+    int32_t last;   // highest
+    int64_t count;
+  };
+  NodeGroups(const Snapshot& snap, const std::vector<bool>* selector_matches);
+  std::span<const Group> groups() const { return groups_; }
+  const std::vector<bool>* selector_matches() const { return selector_matches_; }
+
+ private:
+  const std::vector<bool>* selector_matches_;
+  std::vector<Group> groups_;
+};
+
 // True when no node of the snapshot could hold a worker even if the cluster were empty, or the
-// matching nodes together are too small for the gang; `filter` says which requirement.
-bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter);
+// matching nodes together are too small for the gang; `filter` says which requirement. Only
+// `opts.selector_matches` is read (the strategy does not matter here). With `groups` (of this
+// snapshot, for the job's selector as opts.selector_matches gives it), the same answer from
+// one node per group.
+bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter,
+                const PlaceOptions& opts = {}, const NodeGroups* groups = nullptr);
 
 }  // namespace trainyard::sched

@@ -190,7 +190,14 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
   }
   const std::vector<uint8_t> reclaimable = reclaimable_teams(ctx, job.team);
   const std::vector<int64_t> wants = ctx.ledger.usage_of(placement);
-  auto admitted = [&] { return ctx.ledger.check_usage(job.team, wants).admitted; };
+  // The search returns and takes back only the usage of other teams of the job's cohort, so it
+  // works on a copy of what the cohort has left and leaves the ledger as it is: the victims
+  // hold their quota until they stop.
+  std::vector<int64_t> cohort_left = ctx.ledger.cohort_left_of(job.team);
+  auto give_back = [&](int32_t pos, int sign) {
+    ctx.ledger.return_to_cohort(order.facts[pos].team, order.placement(pos), sign, cohort_left);
+  };
+  auto admitted = [&] { return ctx.ledger.check_usage(job.team, wants, cohort_left).admitted; };
   // Quota held by leaving jobs of the cohort comes back anyway; then the borrowers' jobs,
   // newest start first.
   std::vector<Candidate> released;
@@ -199,7 +206,7 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
     const int32_t pos = order.leaving[i];
     const int team = order.facts[pos].team;
     if (team < 0 || team == job.team || !ctx.ledger.same_cohort(team, job.team)) continue;
-    count_usage(ctx, std::span(&pos, 1), -1);
+    give_back(pos, +1);
     released.push_back({pos, true});
     ok = admitted();
   }
@@ -207,27 +214,25 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
   const auto end = static_cast<int32_t>(order.jobs.size());
   for (int32_t pos = order.staying_from(0); !ok && pos < end; pos = order.staying_from(pos + 1)) {
     if (!eligible(ctx, job_facts, order.facts[pos], reclaimable)) continue;
-    count_usage(ctx, std::span(&pos, 1), -1);
+    give_back(pos, +1);
     released.push_back({pos, false});
     ok = admitted();
   }
+  if (!ok) return false;
+  // Reprieve, most valuable first: a job keeps running whenever the quota suffices without it.
   std::vector<int> victims;
   std::vector<int32_t> claimed;
   for (size_t k = released.size(); k-- > 0;) {
     const int32_t pos = released[k].pos;
-    count_usage(ctx, std::span(&pos, 1), +1);  // they hold their quota until they stop
-    if (!ok || admitted()) continue;           // reprieved (or nothing to do)
-    count_usage(ctx, std::span(&pos, 1), -1);
+    give_back(pos, -1);
+    if (admitted()) continue;  // reprieved
+    give_back(pos, +1);
     if (released[k].leaving) {
       claimed.push_back(pos);
     } else {
       victims.push_back(order.jobs[pos]);
     }
   }
-  if (!ok) return false;
-  std::vector<int32_t> condemned_pos = claimed;
-  for (int v : victims) condemned_pos.push_back(order.pos_of[v]);
-  count_usage(ctx, condemned_pos, +1);
   condemn(ctx, job, std::move(victims), claimed, placement);
   return true;
 }

@@ -3,6 +3,7 @@
 // the cluster so later jobs see the capacity earlier ones took; then the autoscaler.
 #include "sched/scheduler.h"
 
+#include <algorithm>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -122,10 +123,11 @@ class Walk {
     const internal::Shape shape = internal::shape_of(job);
     if (never_.contains(shape)) return {Attempt::Never, never_.at(shape)};
     if (memo.known_not_to_fit(shape)) return {Attempt::NotNow, kFilterGpus};
-    PlaceResult placed = place(job, ctx_.state, ctx_.place_options(job));
+    const PlaceOptions opts = ctx_.place_options(job);
+    PlaceResult placed = place(job, ctx_.state, opts);
     if (placed.fit != Fit::Fits) {
       uint8_t filter = placed.filter;
-      if (never_fits(job, ctx_.snap, &filter)) {
+      if (never_fits(job, ctx_.snap, &filter, opts, &ctx_.node_groups(opts.selector_matches))) {
         never_.emplace(shape, filter);
         return {Attempt::Never, filter};
       }
@@ -157,6 +159,9 @@ class Walk {
   std::unordered_map<internal::Shape, uint8_t, internal::ShapeHash> never_;
 };
 
+// How many jobs ahead the walks fetch (prefetch()).
+constexpr size_t kAhead = 8;
+
 void prefetch(const SnapshotJob& job) {
   const char* p = reinterpret_cast<const char*>(&job);
   for (size_t offset = 0; offset < sizeof(SnapshotJob); offset += 64)
@@ -171,7 +176,6 @@ void walk_ranked(PlanContext& ctx) {
   Walk walk(ctx);
   // The ranking jumps around a job array far larger than the caches: fetch jobs a few ranks
   // ahead so that the walk does not wait on memory for each one.
-  constexpr size_t kAhead = 8;
   for (size_t r = 0; r < order.size(); ++r) {
     if (r + kAhead < order.size()) prefetch(ctx.snap.jobs[order[r + kAhead]]);
     if (!ctx.snap.jobs[order[r]].is_running()) walk.consider(order[r]);
@@ -201,7 +205,11 @@ void walk_fair_share(PlanContext& ctx) {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   std::vector<size_t> next(teams + 1, 0);
   for (int t = 0; t <= teams; ++t) {
-    if (!queue[t].empty()) heap.emplace(share(t), t);
+    if (queue[t].empty()) continue;
+    heap.emplace(share(t), t);
+    for (size_t i = 0; i < std::min(kAhead, queue[t].size()); ++i) {
+      prefetch(ctx.snap.jobs[queue[t][i]]);
+    }
   }
   Walk walk(ctx);
   // First pass: what fits within the teams' own quotas; then, in the same order, what needs to
@@ -216,7 +224,13 @@ void walk_fair_share(PlanContext& ctx) {
       continue;
     }
     walk.consider(queue[t][next[t]++]);
-    if (next[t] < queue[t].size()) heap.emplace(share(t), t);
+    if (next[t] == queue[t].size()) continue;
+    // A team's jobs lie far apart in the job array, and a team that started nothing keeps its
+    // turn: fetch its jobs a few ahead, as walk_ranked() does.
+    if (next[t] + kAhead - 1 < queue[t].size()) {
+      prefetch(ctx.snap.jobs[queue[t][next[t] + kAhead - 1]]);
+    }
+    heap.emplace(share(t), t);
   }
   walk.defer_borrowing(false);
   for (int idx : walk.take_deferred()) walk.consider(idx);

@@ -16,40 +16,57 @@ VictimFacts facts_of(const SnapshotJob& job, const TiresiasConfig& tiresias) {
 
 void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, VictimRule rule,
                         const TiresiasConfig& tiresias, Duration min_runtime) {
+  // The sort reads a compact copy of each running job's keys, not the 256-byte SnapshotJobs
+  // scattered over the job array.
   struct Key {
     int64_t value = 0;  // lower = less valuable, by the rule's own measure
     Duration at_risk{0};
+    Time started{};
+    int32_t rank = 0;
+    JobId id;
+    int idx = 0;
   };
-  std::vector<Key> key(snap.jobs.size());
+  std::vector<Key> keys;
   for (size_t i = 0; i < snap.jobs.size(); ++i) {
     const SnapshotJob& j = snap.jobs[i];
     if (!j.is_running()) continue;
-    jobs.push_back(static_cast<int>(i));
-    key[i].at_risk = j.work_at_risk(snap.now);
-    if (rule == VictimRule::LowerPriority) key[i].value = j.priority;
-    if (rule == VictimRule::LowerServiceQueue) key[i].value = -tiresias_service_queue(j, tiresias);
+    Key k{.at_risk = j.work_at_risk(snap.now),
+          .started = j.started,
+          .rank = rank_of.empty() ? 0 : rank_of[i],
+          .id = j.id,
+          .idx = static_cast<int>(i)};
+    if (rule == VictimRule::LowerPriority) k.value = j.priority;
+    if (rule == VictimRule::LowerServiceQueue) k.value = -tiresias_service_queue(j, tiresias);
+    keys.push_back(k);
   }
   const bool reclaim = rule == VictimRule::QuotaReclaim;
   // Reclaim keeps newest-start-first: ordering it by work at risk made the fair-share run of
   // Simulator.EveryJobFinishesUnderEveryPolicyWithInvariantsChecked never finish (a
   // preemption livelock whose exact cycle is not yet analysed).
   const bool by_risk = rule == VictimRule::LowerPriority || rule == VictimRule::LowerServiceQueue;
-  std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
-    const SnapshotJob& ja = snap.jobs[a];
-    const SnapshotJob& jb = snap.jobs[b];
-    if (key[a].value != key[b].value) return key[a].value < key[b].value;
-    if (by_risk && key[a].at_risk != key[b].at_risk) return key[a].at_risk < key[b].at_risk;
+  std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
+    if (a.value != b.value) return a.value < b.value;
+    if (by_risk && a.at_risk != b.at_risk) return a.at_risk < b.at_risk;
     if (reclaim) {
-      if (ja.started != jb.started) return ja.started > jb.started;
-    } else if (rank_of[a] != rank_of[b]) {
-      return rank_of[a] > rank_of[b];
+      if (a.started != b.started) return a.started > b.started;
+    } else if (a.rank != b.rank) {
+      return a.rank > b.rank;
     }
-    return ja.id > jb.id;
+    return a.id > b.id;
   });
+  jobs.reserve(keys.size());
+  for (const Key& k : keys) jobs.push_back(k.idx);
   pos_of.assign(snap.jobs.size(), -1);
   gone.assign(jobs.size(), 0);
   skip.resize(jobs.size());
+  constexpr size_t kAhead = 8;  // the order jumps around the job array: fetch ahead
   for (size_t pos = 0; pos < jobs.size(); ++pos) {
+    if (pos + kAhead < jobs.size()) {
+      const auto* ahead = reinterpret_cast<const char*>(&snap.jobs[jobs[pos + kAhead]]);
+      for (size_t offset = 0; offset < sizeof(SnapshotJob); offset += 64) {
+        __builtin_prefetch(ahead + offset);
+      }
+    }
     const SnapshotJob& job = snap.jobs[jobs[pos]];
     pos_of[jobs[pos]] = static_cast<int32_t>(pos);
     skip[pos] = static_cast<int32_t>(pos + 1);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <unordered_set>
 #include <vector>
 
@@ -69,6 +70,15 @@ struct PlanContext {
   }
   Plan plan;
 
+  // Per node selector (NodeSelectorIndex's answer; nullptr: none), built on first use: only a
+  // job that does not fit now asks whether it ever could.
+  const NodeGroups& node_groups(const std::vector<bool>* selector_matches) {
+    auto it = node_groups_.find(selector_matches);
+    if (it == node_groups_.end()) {
+      it = node_groups_.try_emplace(selector_matches, snap, selector_matches).first;
+    }
+    return it->second;
+  }
   PlaceOptions place_options(const SnapshotJob& job) {
     return {.strategy = cfg.placement, .selector_matches = selectors.matching(job.node_selector)};
   }
@@ -78,6 +88,9 @@ struct PlanContext {
   }
   // Takes the capacity and records the start.
   void start(int job_idx, std::vector<Assignment> placement);
+
+ private:
+  std::map<const std::vector<bool>*, NodeGroups> node_groups_;
 };
 
 // What a victim search for one pending job came to.
