@@ -344,7 +344,10 @@ def wrap(model, compression="none", powersgd_rank=1, powersgd_start_iter=10,
     communication hook; init() must have run. compression: "none" (fp32 all-reduce), "fp16",
     "bf16" (NCCL only) or "powersgd" (PowerSGD with error feedback and warm start:
     powersgd_rank is the approximation rank; the first powersgd_start_iter steps, at least 2,
-    are plain all-reduce). ddp_kwargs go to DistributedDataParallel."""
+    are plain all-reduce; torch's docs suggest about 10% of training, or 1K steps). PowerSGD
+    was designed for SGD with momentum: with Adam it trails uncompressed training further,
+    and at rank 1-2 a short run trails either way (bench/sdk_ddp_bench.py); raise the rank or
+    compare a few hundred steps against "none" first. ddp_kwargs go to DistributedDataParallel."""
     import torch
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
@@ -401,7 +404,11 @@ class DistributedModel:
         # PowerSGD starts its second and third all-reduce in callbacks, which gloo runs on its
         # own threads as work completes: two buckets' collectives can then start in another
         # order on each rank, and gloo pairs them by order (seen: "op.preamble.length <=
-        # op.nbytes" aborts). One bucket at a time keeps the order; NCCL runs callbacks inline.
+        # op.nbytes" aborts). The callbacks also block a gloo thread on their next
+        # all-reduce, so two buckets in flight can hold both of gloo's default threads and
+        # deadlock, even with one rank (test_distributed_powersgd.py). One bucket at a time
+        # keeps the order and frees the threads, and trains bit for bit like the bare hook
+        # where that one runs; NCCL runs callbacks inline.
         serialize = psgd is not None and dist.get_backend() != "nccl"
         previous = [None]
 
