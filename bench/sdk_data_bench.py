@@ -13,7 +13,16 @@ each, after one warm-up epoch (files are in the page cache for all of them):
 Prints the median of --runs epochs per contender, the ratios the SDK aims for
 (>= 3x files, >= 1.5x shards) and peak RSS of the main process and of a worker.
 
-    /usr/bin/python3 bench/sdk_data_bench.py            # 4,000 records, ~1-2 min
+The first table reads local files from the page cache, where opening a file costs a few
+microseconds. Training data usually sits on a network filesystem or an object store, where
+each open costs a round trip; the second table adds --file-latency-ms (default 2, NFS-like)
+before every open: of each small file (dataloader-files) and of each shard (the three shard
+contenders, which open a few 64 MB shards). It is a sleep, so it costs no CPU, and it is the
+same per open for every contender. All DataLoaders get the same worker count as data.Loader,
+persistent_workers, the default prefetch_factor and pin_memory off (CPU only).
+
+    /usr/bin/python3 bench/sdk_data_bench.py            # 4,000 records, ~2-3 min
+    /usr/bin/python3 bench/sdk_data_bench.py --file-latency-ms 0   # local table only
     /usr/bin/python3 bench/sdk_data_bench.py --full     # 100,000 records (~5.5 GB)
 """
 
@@ -65,12 +74,24 @@ def decode(record):
     return torch.from_numpy(numpy.ascontiguousarray(crop.transpose(2, 0, 1))).float() / 255.0
 
 
-def run_one(kind, files, shards, workers, batch, runs):
+def add_open_latency(data_format, seconds):
+    """Every shard open (ShardReader) waits `seconds` first, as on a network filesystem."""
+    init = data_format.ShardReader.__init__
+
+    def slow_init(self, *args, **kwargs):
+        time.sleep(seconds)
+        init(self, *args, **kwargs)
+    data_format.ShardReader.__init__ = slow_init
+
+
+def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
     """In a fresh process: warm-up epoch, then `runs` timed epochs; prints JSON."""
     import torch
     from torch.utils.data import DataLoader, Dataset
 
-    from trainyard import data
+    from trainyard import data, data_format
+    if latency_s:
+        add_open_latency(data_format, latency_s)
 
     class Files(Dataset):
         def __init__(self):
@@ -80,6 +101,8 @@ def run_one(kind, files, shards, workers, batch, runs):
             return len(self.names)
 
         def __getitem__(self, i):
+            if latency_s:
+                time.sleep(latency_s)  # the open's round trip
             with open(os.path.join(files, self.names[i]), "rb") as f:
                 return decode(f.read())
 
@@ -100,7 +123,7 @@ def run_one(kind, files, shards, workers, batch, runs):
         ds = Files() if kind == "dataloader-files" else Shards()
         loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                             collate_fn=collate, persistent_workers=workers > 0,
-                            prefetch_factor=2, drop_last=True)
+                            pin_memory=False, drop_last=True)
     else:
         loader = data.Loader(shards, batch, seed=0, decode=decode, collate=collate,
                              workers=workers, worker_type=kind.split("-")[1],
@@ -123,40 +146,20 @@ def run_one(kind, files, shards, workers, batch, runs):
                       "main_rss_mb": main_rss, "worker_rss_mb": child_rss}))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--records", type=int, default=4000)
-    ap.add_argument("--full", action="store_true", help="100,000 records (about 5.5 GB)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--dir", help="where to keep the generated data (default: a temp dir)")
-    ap.add_argument("--only", choices=CONTENDERS, action="append")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    n = 100000 if args.full else args.records
-    if args.child:
-        files, shards = args.child.split(os.pathsep)
-        run_one(args.only[0], files, shards, args.workers, args.batch, args.runs)
-        return
-    tmp = None
-    root = args.dir
-    if root is None:
-        tmp = tempfile.TemporaryDirectory(prefix="ty-data-bench-")
-        root = tmp.name
-    t = time.perf_counter()
-    files, shards = make_records(root, n)
-    print("data: %d records in %s (%.1f s to write)" % (n, root, time.perf_counter() - t))
+def table(args, n, files, shards, latency_ms):
     results = {}
     for kind in args.only or CONTENDERS:
         out = subprocess.run([sys.executable, __file__, "--child", files + os.pathsep + shards,
                               "--only", kind, "--workers", str(args.workers), "--batch",
-                              str(args.batch), "--runs", str(args.runs)],
+                              str(args.batch), "--runs", str(args.runs),
+                              "--file-latency-ms", str(latency_ms)],
                              capture_output=True, text=True, check=True)
         results[kind] = json.loads(out.stdout.strip().splitlines()[-1])
     base = {k: statistics.median(r["times"]) for k, r in results.items()}
-    print("\n%d records, batch %d, %d workers, median of %d epochs, %d CPUs"
-          % (n, args.batch, args.workers, args.runs, os.cpu_count()))
+    where = ("local files (page cache)" if not latency_ms else
+             "%g ms per file or shard open (network filesystem stand-in)" % latency_ms)
+    print("\n%d records, batch %d, %d workers, median of %d epochs, %d CPUs; %s"
+          % (n, args.batch, args.workers, args.runs, os.cpu_count(), where))
     print("%-19s %10s %9s %9s %12s %14s" % ("loader", "records/s", "vs files", "vs shards",
                                             "main RSS MB", "worker RSS MB"))
     for kind, r in results.items():
@@ -167,6 +170,39 @@ def main():
         print("%-19s %10.0f %9s %9s %12.0f %14.0f" % (kind, rate, ratio("dataloader-files"),
                                                      ratio("dataloader-shards"),
                                                      r["main_rss_mb"], r["worker_rss_mb"]))
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=4000)
+    ap.add_argument("--full", action="store_true", help="100,000 records (about 5.5 GB)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", help="where to keep the generated data (default: a temp dir)")
+    ap.add_argument("--file-latency-ms", type=float, default=2.0,
+                    help="per-open delay for the second table (0: local table only)")
+    ap.add_argument("--only", choices=CONTENDERS, action="append")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    n = 100000 if args.full else args.records
+    if args.child:
+        files, shards = args.child.split(os.pathsep)
+        run_one(args.only[0], files, shards, args.workers, args.batch, args.runs,
+                args.file_latency_ms / 1000.0)
+        return
+    tmp = None
+    root = args.dir
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ty-data-bench-")
+        root = tmp.name
+    t = time.perf_counter()
+    files, shards = make_records(root, n)
+    print("data: %d records in %s (%.1f s to write)" % (n, root, time.perf_counter() - t))
+    latencies = [0.0] + ([args.file_latency_ms] if args.file_latency_ms > 0 else [])
+    for latency in latencies:
+        table(args, n, files, shards, latency)
     if tmp is not None:
         tmp.cleanup()
 
