@@ -5,6 +5,10 @@ trainyard.distributed and writes, per mode, the bytes reported for each step, th
 a SHA-256 of the final parameters to --out (JSON). "resume" checks PowerSGD's checkpointed
 state: it trains STEPS steps while saving at step SAVE_AT, then trains a fresh model from that
 checkpoint (with and without the compression state) and records all three digests.
+"resume_at_start" does the same saving at START_ITER, the step after which PowerSGD starts, with
+the layers registered in the order of use: the resumed process's first step draws PowerSGD's
+first Q's in DDP's first bucket layout, where the first layer's weight comes first, and the run
+that never stopped in the rebuilt one, where the last layer's does.
 """
 
 import argparse
@@ -18,7 +22,7 @@ import torch
 import trainyard
 from trainyard import distributed, torch_state
 
-STEPS, SAVE_AT, BATCH = 8, 4, 16
+STEPS, SAVE_AT, START_ITER, BATCH = 8, 4, 2, 16
 
 
 class Net(torch.nn.Module):
@@ -33,6 +37,14 @@ class Net(torch.nn.Module):
 
     def forward(self, x):
         return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+class NetInUseOrder(Net):
+    def __init__(self):
+        torch.nn.Module.__init__(self)
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 64)
+        self.c = torch.nn.Linear(64, 8)
 
 
 def batch(rank, step):
@@ -51,13 +63,14 @@ def digest(model):
 
 def make(mode, seed=0):
     torch.manual_seed(seed)
-    model = Net()
+    model = NetInUseOrder() if mode == "resume_at_start" else Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     return model, opt
 
 
 def wrap(model, mode):
-    return distributed.wrap(model, compression=mode, powersgd_rank=2, powersgd_start_iter=2,
+    return distributed.wrap(model, compression=mode, powersgd_rank=2,
+                            powersgd_start_iter=START_ITER,
                             bucket_cap_mb=0.01)
 
 
@@ -75,26 +88,26 @@ def train(dm, opt, rank, steps, tag, log):
         log.setdefault("loss", []).append(loss.item())
 
 
-def resume(ctx, ckpt_dir):
+def resume(ctx, ckpt_dir, save_at, tag):
     out = {}
-    model, opt = make("powersgd")
+    model, opt = make(tag)
     dm = wrap(model, "powersgd")
-    train(dm, opt, ctx.rank, range(SAVE_AT), "resume", out)
-    files = torch_state.state_files(model=model, optimizer=opt, step=SAVE_AT, rng=False,
+    train(dm, opt, ctx.rank, range(save_at), tag, out)
+    files = torch_state.state_files(model=model, optimizer=opt, step=save_at, rng=False,
                                     extra={"comm": dm.comm_state()})
     if ctx.rank == 0:
-        trainyard.CheckpointManager(ckpt_dir).save(SAVE_AT, files)
+        trainyard.CheckpointManager(ckpt_dir).save(save_at, files)
     ctx.barrier()
-    train(dm, opt, ctx.rank, range(SAVE_AT, STEPS), "resume", out)
+    train(dm, opt, ctx.rank, range(save_at, STEPS), tag, out)
     out["digest"] = digest(model)
     for key, with_state in (("resumed", True), ("resumed_without_state", False)):
-        model2, opt2 = make("powersgd", seed=7)
+        model2, opt2 = make(tag, seed=7)
         ck = trainyard.CheckpointManager(ckpt_dir).latest()
         state = torch_state.restore(ck, model=model2, optimizer=opt2, rng=False)
         dm2 = wrap(model2, "powersgd")
         if with_state:
             dm2.load_comm_state(state["extra"]["comm"])
-        train(dm2, opt2, ctx.rank, range(SAVE_AT, STEPS), key, {})
+        train(dm2, opt2, ctx.rank, range(save_at, STEPS), key, {})
         out[key] = digest(model2)
     return out
 
@@ -110,8 +123,9 @@ def main():
     result = {"rank": ctx.rank, "world_size": ctx.world_size, "local_rank": ctx.local_rank,
               "backend": ctx.backend, "source": ctx.env.source, "modes": {}}
     for mode in args.modes.split(","):
-        if mode == "resume":
-            result["modes"][mode] = resume(ctx, args.ckpt)
+        if mode in ("resume", "resume_at_start"):
+            save_at = SAVE_AT if mode == "resume" else START_ITER
+            result["modes"][mode] = resume(ctx, os.path.join(args.ckpt, mode), save_at, mode)
             continue
         model, opt = make(mode)
         dm = wrap(model, mode)

@@ -1,6 +1,7 @@
 """trainyard.distributed across two real processes (gloo on CPU): parameters stay identical on
 both ranks under every compression, the bytes per step are what each compression sends, the
-metrics lines carry them, and PowerSGD resumes bit for bit from a checkpoint."""
+metrics lines carry them, and PowerSGD resumes bit for bit from a checkpoint, one taken just
+before it starts included."""
 
 import json
 import os
@@ -48,11 +49,11 @@ class TwoRanks(unittest.TestCase):
 
     def test_compressions_keep_ranks_identical_and_cut_bytes(self):
         port = free_port()
-        r0, r1 = self.run_ranks("none,fp16,powersgd,resume", lambda rank: {
+        r0, r1 = self.run_ranks("none,fp16,powersgd,resume,resume_at_start", lambda rank: {
             "RANK": rank, "WORLD_SIZE": 2, "LOCAL_RANK": rank, "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": port, "TRAINYARD_RANK": rank})
         self.assertEqual((r0["source"], r0["backend"], r1["rank"]), ("torchrun", "gloo", 1))
-        for mode in ("none", "fp16", "powersgd", "resume"):
+        for mode in ("none", "fp16", "powersgd", "resume", "resume_at_start"):
             self.assertEqual(r0["modes"][mode]["digest"], r1["modes"][mode]["digest"], mode)
             self.assertEqual(r0["modes"][mode]["bytes"], r1["modes"][mode]["bytes"], mode)
         numel = r0["modes"]["none"]["numel"]
@@ -75,6 +76,11 @@ class TwoRanks(unittest.TestCase):
         self.assertNotEqual(resume["resumed_without_state"], resume["digest"],
                             "without the error feedback the run differs, so the state matters")
         self.assertEqual(resume["resumed"], r1["modes"]["resume"]["resumed"])
+        # Saved at step 2, before PowerSGD's first step: the resumed process draws the first Q's
+        # in DDP's first bucket layout, the run that never stopped in the rebuilt one.
+        at_start = r0["modes"]["resume_at_start"]
+        self.assertEqual(at_start["resumed"], at_start["digest"], "resume at PowerSGD's start")
+        self.assertEqual(at_start["resumed"], r1["modes"]["resume_at_start"]["resumed"])
 
         for rank in range(2):
             with open(os.path.join(self.tmp.path, "metrics%d.jsonl" % rank)) as f:

@@ -19,7 +19,9 @@ all-reduce in this step, counted per call), comm_s (time some bucket's communica
 flight, overlapped or not), comm_wait_s (time the training thread spent on communication that
 did not overlap backward compute) and compute_s (step_time_s - data_wait_s - comm_wait_s).
 PowerSGD's state (error feedback, warm-start Q, its RNG and step) goes into checkpoints through
-comm_state() / load_comm_state(), per parameter, so a resume may change the bucket layout.
+comm_state() / load_comm_state(), per parameter, so a resume may change the bucket layout; the
+rebuilt layout goes too, so that a resumed process draws the first Q's as the run that never
+stopped did, even when PowerSGD starts in its first step.
 torch is imported only when init() or wrap() runs; parse_env() needs the standard library only.
 """
 
@@ -383,9 +385,10 @@ class DistributedModel:
     def __init__(self, ddp, model, compression, state, hook, clock):
         self.module, self.model, self.compression = ddp, model, compression
         self._state, self._clock = state, clock
-        self._psgd = _PowerSGDStore(self, state) if compression == "powersgd" else None
         self._seen_rebuild = ddp._has_rebuilt_buckets if hasattr(ddp, "_has_rebuilt_buckets") \
             else True
+        self._psgd = _PowerSGDStore(self, state, self._seen_rebuild) \
+            if compression == "powersgd" else None
         ddp.register_comm_hook(state, self._timed(hook))
         if self._psgd is not None and not self._seen_rebuild:
             ddp.register_forward_hook(self._after_forward)
@@ -464,18 +467,35 @@ class DistributedModel:
                         "PowerSGD; it is ignored", saved.get("format"))
 
 
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 class _PowerSGDStore:
     """PowerSGDState's buffers as per-parameter tensors, so that they survive a checkpoint and
     a change of DDP's bucket layout (DDP rebuilds its buckets after a process's first step; a
     resumed run starts with compression on, in the first layout). The hook keeps one flat error
     tensor per bucket (this rank's residual, bucket order) and one flat Q per bucket (the
-    compressed matrices' Q's, grouped by shape as powerSGD_hook lays them out)."""
+    compressed matrices' Q's, grouped by shape as powerSGD_hook lays them out).
 
-    def __init__(self, dm, state):
+    The hook draws a bucket's first Q's from one seed of state.rng per bucket, in the bucket's
+    order. A run that never stops draws them in DDP's rebuilt layout (start_powerSGD_iter >= 2),
+    but a process resumed from a checkpoint of step start_powerSGD_iter draws them in its first
+    step, in DDP's first layout (parameter order, not gradient order): other seeds and other Q's
+    per matrix, and other losses from then on. So the rebuilt layout (parameter names per bucket)
+    is kept and checkpointed, and such a process draws the Q's as the hook did in it."""
+
+    def __init__(self, dm, state, rebuilt):
         self.state = state
         self._names = {p.data_ptr(): n for n, p in dm.model.named_parameters()}
+        self._shapes = {n: tuple(p.shape) for n, p in dm.model.named_parameters()}
         self._layouts = {}  # bucket index -> [(name, offset, numel, shape)]
         self._pending_err, self._pending_q = {}, {}  # name -> flat tensor, not yet in a bucket
+        self._rebuilt = rebuilt  # DDP's buckets are in their final (gradient-order) layout
+        self._final = {}  # bucket index -> parameter names, of the final layout
 
     def _layout(self, bucket):
         buf = bucket.buffer()
@@ -490,9 +510,9 @@ class _PowerSGDStore:
         """[(name, offset, length)] of each compressed matrix's Q, Q's total, P's total."""
         rank, rate = self.state.matrix_approximation_rank, self.state.min_compression_rate
         groups = {}  # powerSGD_hook walks matrices grouped by shape, in order of first sight
-        for name, _, numel, shape in layout:
+        for name, _, _, shape in layout:
             n = shape[0] if shape else 1
-            m = numel // n if n else 0
+            m = _numel(shape) // n if n else 0
             r = min(n, m, rank)
             if (n + m) * r * rate < n * m:
                 groups.setdefault((n, m), []).append((name, n * r, m * r))
@@ -505,12 +525,35 @@ class _PowerSGDStore:
 
     def before_hook(self, bucket):
         st = self.state
-        if st.iter < st.start_powerSGD_iter or bucket.index() in self._layouts:
+        b = bucket.index()
+        if self._rebuilt and b not in self._final:
+            self._final[b] = [name for name, _, _, _ in self._layout(bucket)]
+        if st.iter < st.start_powerSGD_iter or b in self._layouts:
             return
         layout = self._layout(bucket)
-        self._layouts[bucket.index()] = layout
+        self._layouts[b] = layout
+        if st.warm_start and not self._rebuilt and b not in st.q_memory_dict:
+            self._draw_q_as_rebuilt(layout)
         if self._pending_err or self._pending_q:
-            self._assemble(bucket.index(), layout, bucket.buffer())
+            self._assemble(b, layout, bucket.buffer())
+
+    def _draw_q_as_rebuilt(self, layout):
+        """The first Q's as powerSGD_hook draws them in the final layout: per bucket, in bucket
+        order, one seed from state.rng (taken even when the bucket compresses nothing), then
+        torch.randn for each compressed matrix in the hook's order. Nothing when the Q's of
+        `layout` are known, or the final layout is not (then the hook draws)."""
+        import torch
+        if not self._final or all(name in self._pending_q
+                                  for name, _, _ in self._q_segments(layout)[0]):
+            return
+        for b in sorted(self._final):
+            gen = torch.Generator().manual_seed(int(self.state.rng.randint(1_000_000_000)))
+            final = [(name, 0, 0, self._shapes[name]) for name in self._final[b]]
+            for name, _, _ in self._q_segments(final)[0]:
+                shape = self._shapes[name]
+                m = _numel(shape) // shape[0] if shape else 1
+                r = min(shape[0] if shape else 1, m, self.state.matrix_approximation_rank)
+                self._pending_q.setdefault(name, torch.randn(1, m, r, generator=gen).reshape(-1))
 
     def _assemble(self, b, layout, buf):
         import torch
@@ -547,6 +590,8 @@ class _PowerSGDStore:
     def buckets_rebuilt(self):
         """DDP's new buckets hold other parameters: move the state out of the old ones (the
         previous step is over when the next forward runs, so nothing is in flight)."""
+        self._rebuilt = True
+        self._final.clear()  # before_hook records the new layout
         if self._layouts:
             self._pending_err, self._pending_q = self._per_param()
             self.state.error_dict.clear()
@@ -567,7 +612,8 @@ class _PowerSGDStore:
                "config": {"rank": st.matrix_approximation_rank,
                           "min_compression_rate": st.min_compression_rate,
                           "error_feedback": st.use_error_feedback, "warm_start": st.warm_start},
-               "q": {k: v.cpu() for k, v in sorted(qs.items())}, "error": None}
+               "q": {k: v.cpu() for k, v in sorted(qs.items())}, "error": None,
+               "buckets": [self._final[b] for b in sorted(self._final)]}
         names = sorted(errs)
         if names:  # the same names on every rank: PowerSGD ran the same steps everywhere
             flat = torch.cat([errs[n].reshape(-1) for n in names])
@@ -595,6 +641,9 @@ class _PowerSGDStore:
             d.clear()
         same_rank = saved["config"]["rank"] == st.matrix_approximation_rank
         self._pending_q = dict(saved["q"]) if same_rank else {}
+        if not self._rebuilt:  # a checkpoint before this process's buckets are rebuilt
+            self._final = {b: list(names) for b, names in enumerate(saved.get("buckets") or [])
+                           if all(name in self._shapes for name in names)}
         if not same_rank:
             log.warning("trainyard: PowerSGD rank %s in the checkpoint, %s now: Q is drawn afresh",
                         saved["config"]["rank"], st.matrix_approximation_rank)
