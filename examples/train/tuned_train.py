@@ -238,19 +238,17 @@ def main():
         step = state["step"]
         trainer.load_state_dict(extra["trainer"])
         loader.load(state["data"])
-        comm = [extra.get("comm")]  # rank 0's shard holds every rank's error feedback
-        dist.broadcast_object_list(comm, src=0)
-        model.load_comm_state(comm[0])
+        model.load_comm_state(extra.get("comm"))  # this rank's own error feedback
     print("%s attempt %d: %s of %d (micro-batch %d x %d, %s, compression %s)" % (
         tag, job.attempt, "resuming from step %d" % step if step else "starting from step 0",
         args.steps, plan.micro_batch, plan.accum_steps, plan.precision, args.compression),
         flush=True)
 
     def save(background):
-        """Every rank writes its shard of `step`; comm_state() is collective under PowerSGD."""
+        """Every rank writes its shard of `step`, with its own PowerSGD error feedback."""
         files = torch_state.state_files(
             model=net, optimizer=opt, step=step, data=loader.state(),
-            extra={"trainer": trainer.state_dict(), "comm": model.comm_state()})
+            extra={"trainer": trainer.state_dict(), "comm": model.comm_state(per_rank=True)})
         mgr.save(step, files, background=background)
 
     def batches():

@@ -97,13 +97,24 @@ def resume(ctx, ckpt_dir, save_at, tag):
                                     extra={"comm": dm.comm_state()})
     if ctx.rank == 0:
         trainyard.CheckpointManager(ckpt_dir).save(save_at, files)
+    # The same state as every rank's own shard of a sharded checkpoint (no collective).
+    sharded_dir = ckpt_dir + "-sharded"
+    shard = torch_state.state_files(model=model, optimizer=opt, step=save_at, rng=False,
+                                    extra={"comm": dm.comm_state(per_rank=True)})
+    trainyard.CheckpointManager(sharded_dir, sharded=True, rank=ctx.rank,
+                                world_size=ctx.world_size).save(save_at, shard)
     ctx.barrier()
     train(dm, opt, ctx.rank, range(save_at, STEPS), tag, out)
     out["digest"] = digest(model)
-    for key, with_state in (("resumed", True), ("resumed_without_state", False)):
+    for key, with_state in (("resumed", True), ("resumed_without_state", False),
+                            ("resumed_per_rank", True)):
         model2, opt2 = make(tag, seed=7)
-        ck = trainyard.CheckpointManager(ckpt_dir).latest()
-        state = torch_state.restore(ck, model=model2, optimizer=opt2, rng=False)
+        if key == "resumed_per_rank":
+            source = trainyard.CheckpointManager(sharded_dir, sharded=True, rank=ctx.rank,
+                                                 world_size=ctx.world_size)
+        else:
+            source = trainyard.CheckpointManager(ckpt_dir).latest()
+        state = torch_state.restore(source, model=model2, optimizer=opt2, rng=False)
         dm2 = wrap(model2, "powersgd")
         if with_state:
             dm2.load_comm_state(state["extra"]["comm"])

@@ -73,6 +73,8 @@ class TwoRanks(unittest.TestCase):
         resume = r0["modes"]["resume"]
         self.assertEqual(resume["digest"], r0["modes"]["powersgd"]["digest"])
         self.assertEqual(resume["resumed"], resume["digest"], "resume with state is bitwise")
+        self.assertEqual(resume["resumed_per_rank"], resume["digest"],
+                         "each rank's own shard (comm_state(per_rank=True)) resumes bitwise")
         self.assertNotEqual(resume["resumed_without_state"], resume["digest"],
                             "without the error feedback the run differs, so the state matters")
         self.assertEqual(resume["resumed"], r1["modes"]["resume"]["resumed"])

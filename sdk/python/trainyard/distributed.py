@@ -452,11 +452,15 @@ class DistributedModel:
         metrics.report(step=step, data_wait_s=data_wait_s, **dict(s, **fields))
         return s
 
-    def comm_state(self):
-        """The compression state to checkpoint, as torch_state's `extra` accepts it. Collective
-        under PowerSGD: call it on every rank at the same step; rank 0's result holds every
-        rank's error-feedback buffers (save rank 0's). None without PowerSGD (nothing to keep)."""
-        return self._psgd.state_dict() if self._psgd is not None else None
+    def comm_state(self, per_rank=False):
+        """The compression state to checkpoint, as torch_state's `extra` accepts it. None
+        without PowerSGD (nothing to keep).
+
+        per_rank=False: collective under PowerSGD; call it on every rank at the same step, and
+        rank 0's result holds every rank's error-feedback buffers (save rank 0's).
+        per_rank=True: for sharded checkpoints (CheckpointManager(sharded=True)), where every
+        rank saves and restores its own shard: this rank's buffers only, no collective."""
+        return self._psgd.state_dict(per_rank) if self._psgd is not None else None
 
     def load_comm_state(self, saved):
         """Restores comm_state() from a checkpoint, on every rank, before the next step."""
@@ -599,7 +603,7 @@ class _PowerSGDStore:
             self.state.q_memory_dict.clear()
             self._layouts.clear()
 
-    def state_dict(self):
+    def state_dict(self, per_rank=False):
         import torch
         import torch.distributed as dist
         st = self.state
@@ -615,7 +619,9 @@ class _PowerSGDStore:
                "q": {k: v.cpu() for k, v in sorted(qs.items())}, "error": None,
                "buckets": [self._final[b] for b in sorted(self._final)]}
         names = sorted(errs)
-        if names:  # the same names on every rank: PowerSGD ran the same steps everywhere
+        if per_rank:
+            doc["own_error"] = {"rank": rank, "tensors": {n: errs[n].cpu() for n in names}}
+        elif names:  # the same names on every rank: PowerSGD ran the same steps everywhere
             flat = torch.cat([errs[n].reshape(-1) for n in names])
             parts = [torch.empty_like(flat) for _ in range(world)] if rank == 0 else None
             dist.gather(flat, parts, dst=0)
@@ -649,7 +655,15 @@ class _PowerSGDStore:
                         saved["config"]["rank"], st.matrix_approximation_rank)
         errors, world = saved.get("error"), dist.get_world_size()
         self._pending_err = {}
-        if errors is not None and len(errors) == world:
+        own = saved.get("own_error")
+        if own is not None:  # comm_state(per_rank=True): this rank's own shard
+            if saved.get("world_size") == world and own.get("rank") == dist.get_rank():
+                self._pending_err = dict(own["tensors"])
+            else:
+                log.warning("trainyard: the PowerSGD error feedback is rank %s's of %s workers, "
+                            "this is rank %d of %d: it is dropped (starts from zero)",
+                            own.get("rank"), saved.get("world_size"), dist.get_rank(), world)
+        elif errors is not None and len(errors) == world:
             self._pending_err = dict(errors[dist.get_rank()])
         elif errors is not None:
             log.warning("trainyard: the checkpoint's PowerSGD error feedback is from %d workers, "
