@@ -35,7 +35,7 @@ uint8_t static_mismatch(const SnapshotJob& job, const Snapshot& snap, int idx,
     if (n.gpu_model < 0 || n.gpu_count == 0) return kFilterGpus;
     if (!model_allowed(job, n.gpu_model)) return kFilterGpuModel;
     if (!w.mig_profile.empty()) {
-      if (!n.mig_enabled || mig_profile_on(snap, n, w.mig_profile, nullptr) == nullptr) {
+      if (!n.mig_enabled || mig_profile_on(snap, n, w.mig_profile, opts, nullptr) == nullptr) {
         return kFilterMig;
       }
     } else if (n.mig_enabled) {

@@ -97,7 +97,7 @@ void consider_node(const SnapshotJob& job, const ClusterState& state, const Over
     return;
   }
   if (!w.mig_profile.empty()) {
-    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
+    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, opts, nullptr);
     for (int16_t gpu = 0; gpu < n.gpu_count; ++gpu) {
       const uint8_t used = f.mig_used[gpu] | overlay.mig_taken(idx, gpu);
       for (int s = model::kMigMemorySlices - 1; s >= 0; --s) {
@@ -126,11 +126,22 @@ void consider_node(const SnapshotJob& job, const ClusterState& state, const Over
   }
 }
 
+void prefetch_node(const ClusterState& state, int32_t idx) {
+  const auto* node = reinterpret_cast<const char*>(&state.snapshot().nodes[idx]);
+  for (size_t offset = 0; offset < sizeof(SnapshotNode); offset += 64) {
+    __builtin_prefetch(node + offset);
+  }
+  __builtin_prefetch(&state.node(idx));
+}
+
 // Nodes in ascending order until the best spot reaches `enough` (no later spot can beat it).
 bool scan(const SnapshotJob& job, const ClusterState& state, const PlaceOptions& opts,
           std::span<const int32_t> nodes, int64_t enough, WorkerSearch& search) {
   const Overlay none;
-  for (int32_t idx : nodes) {
+  constexpr size_t kAhead = 4;  // the listed nodes lie far apart in memory: fetch ahead
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i + kAhead < nodes.size()) prefetch_node(state, nodes[i + kAhead]);
+    const int32_t idx = nodes[i];
     consider_node(job, state, none, opts, idx, search);
     if (search.best.node >= 0 && search.best.score >= enough) break;
   }
@@ -159,31 +170,51 @@ bool first_whole_gpu_spot(const SnapshotJob& job, const ClusterState& state,
   return first != INT32_MAX;
 }
 
+enum class SingleSpot { Found, None, Unknown };
+
 // What a full scan would find for a job's only worker, found by scoring only the nodes that
 // can hold it: MIG nodes for a MIG instance; for a fraction, nodes with a shared GPU and the
-// first with a whole free one. False when it cannot tell (CPU-only, or no spot at all: the full
-// scan then decides and names the filter).
-bool find_single_worker_spot(const SnapshotJob& job, const ClusterState& state,
-                             const PlaceOptions& opts, WorkerSearch& search) {
+// first with a whole free one. None: no node has a spot. Unknown for CPU-only jobs (and where
+// the shortcut does not apply): the full scan then decides.
+SingleSpot find_single_worker_spot(const SnapshotJob& job, const ClusterState& state,
+                                   const PlaceOptions& opts, WorkerSearch& search) {
   const model::WorkerRequest& w = job.worker;
   const bool pack = opts.strategy == PlacementStrategy::Pack;
   constexpr int64_t kNoBound = INT64_MAX;
-  if (!w.mig_profile.empty()) return scan(job, state, opts, state.mig_nodes(), kNoBound, search);
+  auto found = [](bool any) { return any ? SingleSpot::Found : SingleSpot::None; };
+  if (!w.mig_profile.empty())
+    return found(scan(job, state, opts, state.mig_nodes(), kNoBound, search));
   const int64_t milli = w.gpu_milli.value();
-  if (milli <= 0) return false;
+  if (milli <= 0) return SingleSpot::Unknown;
   const int64_t whole_score = pack ? milli : kMilliPerGpu - milli;
   if (pack) {
     // Any fitting shared GPU scores above every whole one, and they lie on shared_gpu_nodes().
     // An exact fit (nothing left over) scores the most, and a later node only replaces a
     // strictly higher score: the first exact fit ends the scan.
     scan(job, state, opts, state.shared_gpu_nodes(), kMilliPerGpu, search);
-    if (search.best.node >= 0 && search.best.score > whole_score) return true;
+    if (search.best.node >= 0 && search.best.score > whole_score) return SingleSpot::Found;
+    const bool shared_spot = search.best.node >= 0;
     search = {};
-    return first_whole_gpu_spot(job, state, opts, whole_score, search);
+    if (first_whole_gpu_spot(job, state, opts, whole_score, search)) return SingleSpot::Found;
+    return shared_spot ? SingleSpot::Unknown : SingleSpot::None;
   }
   // Spread: a whole free GPU leaves the most; without one, the shared GPU that leaves the most.
-  if (first_whole_gpu_spot(job, state, opts, whole_score, search)) return true;
-  return scan(job, state, opts, state.shared_gpu_nodes(), kNoBound, search);
+  if (first_whole_gpu_spot(job, state, opts, whole_score, search)) return SingleSpot::Found;
+  return found(scan(job, state, opts, state.shared_gpu_nodes(), kNoBound, search));
+}
+
+// The filter a full scan names when no node has a spot: the last one a node sets, that is, the
+// one the highest-index node that sets any names (nodes passing every filter without a spot
+// set none), else kFilterGpus. Found from the end, usually at the last node.
+uint8_t filter_of_full_scan(const SnapshotJob& job, const ClusterState& state,
+                            const PlaceOptions& opts) {
+  const Overlay none;
+  for (int idx = state.node_count() - 1; idx >= 0; --idx) {
+    WorkerSearch on_node{.filter = 0};
+    consider_node(job, state, none, opts, idx, on_node);
+    if (on_node.filter != 0) return on_node.filter;
+  }
+  return kFilterGpus;
 }
 
 }  // namespace
@@ -198,7 +229,11 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
   Overlay overlay;
   for (int worker = 0; worker < job.workers; ++worker) {
     WorkerSearch search;
-    if (job.workers > 1 || !find_single_worker_spot(job, state, opts, search)) {
+    const SingleSpot single =
+        job.workers > 1 ? SingleSpot::Unknown : find_single_worker_spot(job, state, opts, search);
+    if (single == SingleSpot::None) {
+      search = {.filter = filter_of_full_scan(job, state, opts)};
+    } else if (single == SingleSpot::Unknown) {
       search = {};
       for (int idx = 0; idx < state.node_count(); ++idx) {
         consider_node(job, state, overlay, opts, idx, search);
@@ -214,7 +249,7 @@ PlaceResult place_per_worker(const SnapshotJob& job, const ClusterState& state,
     Overlay::Taken t{best.node, best.gpu, 0, 0};
     if (!w.mig_profile.empty()) {
       int mig_index = -1;
-      const auto* p = mig_profile_on(snap, snap.nodes[best.node], w.mig_profile, &mig_index);
+      const auto* p = mig_profile_on(snap, snap.nodes[best.node], w.mig_profile, opts, &mig_index);
       a.mig_profile = static_cast<int8_t>(mig_index);
       a.mig_start = best.start;
       t.mig_bits = p->slot_bits(best.start);

@@ -169,6 +169,24 @@ const std::vector<bool>* NodeSelectorIndex::matching(const model::Labels& select
   return &it->second;
 }
 
+const std::vector<int8_t>* MigProfileIndex::by_model(const std::string& profile) {
+  if (profile.empty()) return nullptr;
+  auto [it, inserted] = by_name_.try_emplace(profile);
+  if (inserted) {
+    it->second.assign(snap_->accelerators.size(), -1);
+    for (size_t m = 0; m < snap_->accelerators.size(); ++m) {
+      const model::Accelerator* accel = snap_->accelerators[m];
+      if (accel == nullptr) continue;
+      for (size_t i = 0; i < accel->mig_profiles.size(); ++i) {
+        if (accel->mig_profiles[i].name != profile) continue;
+        it->second[m] = static_cast<int8_t>(i);
+        break;
+      }
+    }
+  }
+  return &it->second;
+}
+
 int placement_score(PlacementStrategy strategy, int total_gpus, int free_after) {
   if (total_gpus <= 0) return 0;
   const int used = total_gpus - free_after;
@@ -223,13 +241,14 @@ NodeGroups::NodeGroups(const Snapshot& snap, const std::vector<bool>* selector_m
 namespace {
 
 // How many of the job's workers node `n` could hold were it empty.
-int64_t empty_node_capacity(const SnapshotJob& job, const Snapshot& snap, const SnapshotNode& n) {
+int64_t empty_node_capacity(const SnapshotJob& job, const Snapshot& snap, const SnapshotNode& n,
+                            const PlaceOptions& opts) {
   const model::WorkerRequest& w = job.worker;
   int64_t per_node = INT32_MAX;
   if (w.gpus > 0) {
     per_node = n.gpu_count / w.gpus;
   } else if (!w.mig_profile.empty()) {
-    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, nullptr);
+    const model::MigProfile* p = mig_profile_on(snap, n, w.mig_profile, opts, nullptr);
     per_node = int64_t{n.gpu_count} * p->max_instances;
   } else if (w.gpu_milli.value() > 0) {
     per_node = int64_t{n.gpu_count} * (kMilliPerGpu / w.gpu_milli.value());
@@ -257,7 +276,7 @@ bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter,
         }
         continue;
       }
-      capacity += g.count * empty_node_capacity(job, snap, snap.nodes[g.first]);
+      capacity += g.count * empty_node_capacity(job, snap, snap.nodes[g.first], opts);
       if (capacity >= job.workers) return false;
     }
   } else {
@@ -266,7 +285,7 @@ bool never_fits(const SnapshotJob& job, const Snapshot& snap, uint8_t* filter,
         last = m;
         continue;
       }
-      capacity += empty_node_capacity(job, snap, snap.nodes[idx]);
+      capacity += empty_node_capacity(job, snap, snap.nodes[idx], opts);
       if (capacity >= job.workers) return false;
     }
   }

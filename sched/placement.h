@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sched/cluster_state.h"
@@ -45,6 +46,9 @@ struct PlaceOptions {
   // Per node index, whether its labels match the job's node selector, when the caller keeps
   // that (NodeSelectorIndex); nullptr: the labels are matched here, node by node.
   const std::vector<bool>* selector_matches = nullptr;
+  // Per GPU model, the index of the job's MIG profile among the model's profiles (-1: not
+  // offered), when the caller keeps that (MigProfileIndex); nullptr: looked up by name.
+  const std::vector<int8_t>* mig_profile_by_model = nullptr;
 };
 
 // Which nodes each node selector matches, worked out once per distinct selector: a plan asks
@@ -58,6 +62,20 @@ class NodeSelectorIndex {
  private:
   const Snapshot* snap_;
   std::map<model::Labels, std::vector<bool>> matches_;
+};
+
+// Per MIG profile name, its index among each GPU model's profiles (-1 where the model does not
+// offer it), worked out once per distinct name: a plan scores every MIG node for each MIG
+// worker. Holds a reference to the snapshot.
+class MigProfileIndex {
+ public:
+  explicit MigProfileIndex(const Snapshot& snap) : snap_(&snap) {}
+  // nullptr for an empty name (no MIG instance wanted). Valid as long as the index.
+  const std::vector<int8_t>* by_model(const std::string& profile);
+
+ private:
+  const Snapshot* snap_;
+  std::map<std::string, std::vector<int8_t>, std::less<>> by_name_;
 };
 
 // 0-100: how full the node would be after taking `taken` of its `total` GPUs (Pack), or how

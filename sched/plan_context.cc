@@ -42,6 +42,7 @@ PlanContext::PlanContext(const Snapshot& s, const PolicyConfig& c, const PolicyT
       state(s),
       ledger(s, t.order == QueueOrderKind::DominantShare),
       selectors(s),
+      mig_profiles(s),
       rank_of(s.jobs.size(), INT32_MAX),
       condemned(s.jobs.size(), 0) {}
 

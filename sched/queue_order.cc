@@ -1,7 +1,10 @@
 #include "sched/queue_order.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 namespace trainyard::sched {
 namespace {
@@ -96,6 +99,83 @@ const std::vector<int32_t>* valid_arrival_order(const Snapshot& snap) {
 
 }  // namespace
 
+namespace {
+
+// A job's place when the arrival order is known and only RankKey::major varies: 16 bytes
+// instead of RankKey and an index (48), so the sort moves a third as much. Ties fall to the
+// position in the arrival order, which is the (submitted, id) order RankKey breaks them by.
+struct ArrivalKey {
+  uint64_t major;     // RankKey::major with its sign bit flipped: unsigned order is signed order
+  uint64_t position;  // in Snapshot::arrival_order
+  bool operator<(const ArrivalKey& o) const {
+    return major != o.major ? major < o.major : position < o.position;
+  }
+};
+
+// Sorts keys that are in position order by major, keeping position order among equal majors:
+// a stable radix sort, 11 bits a pass, skipping the digits every key shares (remaining times
+// use about 40 of the 64 bits), so a pass costs two linear scans instead of a comparison sort.
+void sort_by_major(std::vector<ArrivalKey>& keys) {
+  constexpr int kBits = 11;
+  constexpr int kDigits = (64 + kBits - 1) / kBits;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  std::vector<std::array<uint32_t, kBuckets>> counts(kDigits);
+  for (const ArrivalKey& k : keys) {
+    for (int d = 0; d < kDigits; ++d) ++counts[d][(k.major >> (d * kBits)) & (kBuckets - 1)];
+  }
+  std::vector<ArrivalKey> scratch(keys.size());
+  for (int d = 0; d < kDigits; ++d) {
+    auto& count = counts[d];
+    if (std::find(count.begin(), count.end(), keys.size()) != count.end()) continue;
+    uint32_t sum = 0;
+    for (uint32_t& c : count) sum += std::exchange(c, sum);
+    for (const ArrivalKey& k : keys)
+      scratch[count[(k.major >> (d * kBits)) & (kBuckets - 1)]++] = k;
+    keys.swap(scratch);
+  }
+}
+
+// rank_jobs() for orders without a minor key, given a valid arrival order. A few distinct
+// majors (arrival, priority, Tiresias queues) are bucketed in linear time; else sorted.
+template <class MajorOf>
+std::vector<int> rank_in_arrival_order(const Snapshot& snap, const std::vector<int32_t>& arrival,
+                                       bool include_running, const MajorOf& major_of) {
+  constexpr size_t kMaxBuckets = 16;
+  constexpr uint64_t kSignBit = uint64_t{1} << 63;
+  std::vector<ArrivalKey> keyed;
+  keyed.reserve(arrival.size());
+  std::vector<uint64_t> majors;
+  bool few = true;
+  constexpr size_t kAhead = 8;  // jobs are read in arrival order, scattered over the vector
+  for (size_t n = 0; n < arrival.size(); ++n) {
+    if (n + kAhead < arrival.size()) __builtin_prefetch(&snap.jobs[arrival[n + kAhead]]);
+    const SnapshotJob& job = snap.jobs[static_cast<size_t>(arrival[n])];
+    if (job.is_running() && !include_running) continue;
+    const uint64_t major = static_cast<uint64_t>(major_of(job)) ^ kSignBit;
+    keyed.push_back({major, n});
+    if (few && std::find(majors.begin(), majors.end(), major) == majors.end()) {
+      few = majors.size() < kMaxBuckets;
+      majors.push_back(major);
+    }
+  }
+  std::vector<int> out;
+  out.reserve(keyed.size());
+  if (few) {
+    std::sort(majors.begin(), majors.end());
+    for (uint64_t m : majors) {
+      for (const ArrivalKey& k : keyed) {
+        if (k.major == m) out.push_back(arrival[k.position]);
+      }
+    }
+    return out;
+  }
+  sort_by_major(keyed);
+  for (const ArrivalKey& k : keyed) out.push_back(arrival[k.position]);
+  return out;
+}
+
+}  // namespace
+
 std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueOrderKind order,
                            bool include_running) {
   std::optional<GittinsIndex> gittins;
@@ -103,35 +183,35 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
     gittins.emplace(cfg.tiresias.gittins_prior);
   }
   const auto& thresholds = cfg.tiresias.queue_thresholds;
+  auto major_of = [&](const SnapshotJob& job) -> int64_t {
+    switch (order) {
+      case QueueOrderKind::Arrival:
+      case QueueOrderKind::DominantShare:
+        return 0;
+      case QueueOrderKind::RemainingTime:
+        return job.remaining.count();
+      case QueueOrderKind::Priority:
+        return -int64_t{job.priority};
+      case QueueOrderKind::Tiresias:
+        return tiresias_queue(job, snap.now, cfg.tiresias);
+    }
+    return 0;
+  };
   const std::vector<int32_t>* arrival = valid_arrival_order(snap);
+  if (arrival && !gittins) return rank_in_arrival_order(snap, *arrival, include_running, major_of);
   std::vector<std::pair<RankKey, int>> keyed;
   keyed.reserve(snap.jobs.size());
   for (size_t n = 0; n < snap.jobs.size(); ++n) {
     const size_t i = arrival ? static_cast<size_t>((*arrival)[n]) : n;
     const SnapshotJob& job = snap.jobs[i];
     if (job.is_running() && !include_running) continue;
-    RankKey key{.submitted = job.submitted, .id = job.id};
-    switch (order) {
-      case QueueOrderKind::Arrival:
-      case QueueOrderKind::DominantShare:
-        break;
-      case QueueOrderKind::RemainingTime:
-        key.major = job.remaining.count();
-        break;
-      case QueueOrderKind::Priority:
-        key.major = -int64_t{job.priority};
-        break;
-      case QueueOrderKind::Tiresias: {
-        const int q = tiresias_queue(job, snap.now, cfg.tiresias);
-        key.major = q;
-        if (gittins) {
-          const double attained = gpu_seconds(job.attained_gpu_time);
-          const double next = q < static_cast<int>(thresholds.size()) ? thresholds[q] : 0.0;
-          const double quantum = next > attained ? next - attained : 1e12;
-          key.minor = -gittins->index(attained, quantum);
-        }
-        break;
-      }
+    RankKey key{.major = major_of(job), .submitted = job.submitted, .id = job.id};
+    if (gittins) {
+      const int q = static_cast<int>(key.major);
+      const double attained = gpu_seconds(job.attained_gpu_time);
+      const double next = q < static_cast<int>(thresholds.size()) ? thresholds[q] : 0.0;
+      const double quantum = next > attained ? next - attained : 1e12;
+      key.minor = -gittins->index(attained, quantum);
     }
     keyed.emplace_back(key, static_cast<int>(i));
   }

@@ -59,13 +59,19 @@ void VictimOrder::build(const Snapshot& snap, std::span<const int32_t> rank_of, 
   pos_of.assign(snap.jobs.size(), -1);
   gone.assign(jobs.size(), 0);
   skip.resize(jobs.size());
-  constexpr size_t kAhead = 8;  // the order jumps around the job array: fetch ahead
+  // The order jumps around the job array: fetch each job well ahead, and its placement (a
+  // separate allocation, found through the job) once the job itself has arrived.
+  constexpr size_t kAhead = 16;
+  constexpr size_t kPlacementAhead = 8;
   for (size_t pos = 0; pos < jobs.size(); ++pos) {
     if (pos + kAhead < jobs.size()) {
       const auto* ahead = reinterpret_cast<const char*>(&snap.jobs[jobs[pos + kAhead]]);
       for (size_t offset = 0; offset < sizeof(SnapshotJob); offset += 64) {
         __builtin_prefetch(ahead + offset);
       }
+    }
+    if (pos + kPlacementAhead < jobs.size()) {
+      __builtin_prefetch(snap.jobs[jobs[pos + kPlacementAhead]].placement.data());
     }
     const SnapshotJob& job = snap.jobs[jobs[pos]];
     pos_of[jobs[pos]] = static_cast<int32_t>(pos);

@@ -22,6 +22,17 @@ inline bool spot_ok(const SnapshotJob& job, const SnapshotNode& n) {
 // The MIG profile `profile` of the node's GPU model (its index in *index), or nullptr.
 const model::MigProfile* mig_profile_on(const Snapshot& snap, const SnapshotNode& n,
                                         const std::string& profile, int* index);
+// The same, from opts.mig_profile_by_model when set (it must be for `profile`).
+inline const model::MigProfile* mig_profile_on(const Snapshot& snap, const SnapshotNode& n,
+                                               const std::string& profile, const PlaceOptions& opts,
+                                               int* index) {
+  if (opts.mig_profile_by_model == nullptr) return mig_profile_on(snap, n, profile, index);
+  if (n.gpu_model < 0) return nullptr;
+  const int i = (*opts.mig_profile_by_model)[n.gpu_model];
+  if (i < 0) return nullptr;
+  if (index) *index = i;
+  return &snap.accelerators[n.gpu_model]->mig_profiles[i];
+}
 
 // Whether node `idx` (that is, `n`) matches the job's node selector.
 inline bool selector_ok(const SnapshotJob& job, const SnapshotNode& n, int idx,

@@ -50,6 +50,7 @@ struct PlanContext {
   ClusterState state;
   QuotaLedger ledger;
   NodeSelectorIndex selectors;
+  MigProfileIndex mig_profiles;
   FitMemo memo;
   FitMemo preempt_memo;
   std::vector<int32_t> rank_of;    // per job index; running jobs too for preemptive policies
@@ -80,7 +81,9 @@ struct PlanContext {
     return it->second;
   }
   PlaceOptions place_options(const SnapshotJob& job) {
-    return {.strategy = cfg.placement, .selector_matches = selectors.matching(job.node_selector)};
+    return {.strategy = cfg.placement,
+            .selector_matches = selectors.matching(job.node_selector),
+            .mig_profile_by_model = mig_profiles.by_model(job.worker.mig_profile)};
   }
   void wait(const SnapshotJob& job, Stage stage, WaitCode code, int64_t arg = 0,
             uint8_t filter = 0) {

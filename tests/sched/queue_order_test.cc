@@ -2,6 +2,11 @@
 // starvation promotion, the next decision time drivers wake up for, and id tie-breaks.
 #include "sched/queue_order.h"
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "tests/sched/snapshot_for_test.h"
@@ -130,6 +135,41 @@ TEST(RankJobs, TiesBreakBySubmitTimeThenIdNotVectorOrder) {
   EXPECT_EQ(snap.jobs[order[0]].id.value(), 7);
   EXPECT_EQ(snap.jobs[order[1]].id.value(), 4);
   EXPECT_EQ(snap.jobs[order[2]].id.value(), 9);
+}
+
+// The driver's arrival-order hint only saves time: with it, remaining-time and priority orders
+// with many distinct keys (large, negative, equal) rank exactly as the full sort without it.
+TEST(RankJobs, ArrivalOrderHintGivesTheSameRanking) {
+  std::mt19937_64 rng(7);
+  auto b = SnapshotForTest().node("n1", 8, "H100");
+  for (int id = 1; id <= 3000; ++id) {
+    b.pending(id * 7919 % 3001, {.submitted = static_cast<double>(rng() % 50)});
+  }
+  Snapshot snap = b.build();
+  for (SnapshotJob& job : snap.jobs) {
+    const uint64_t r = rng();
+    job.remaining = Duration(r % 4 == 0 ? int64_t{3600} : static_cast<int64_t>(r >> 20));
+    job.priority = static_cast<int>(rng() % 2001) - 1000;
+    if (r % 8 == 1) job.phase = JobPhase::Running;
+  }
+  std::vector<int32_t> arrival(snap.jobs.size());
+  std::iota(arrival.begin(), arrival.end(), 0);
+  std::sort(arrival.begin(), arrival.end(), [&](int32_t x, int32_t y) {
+    const SnapshotJob& a = snap.jobs[x];
+    const SnapshotJob& c = snap.jobs[y];
+    return a.submitted != c.submitted ? a.submitted < c.submitted : a.id < c.id;
+  });
+  const PolicyConfig cfg;
+  for (QueueOrderKind order : {QueueOrderKind::RemainingTime, QueueOrderKind::Priority,
+                               QueueOrderKind::Arrival, QueueOrderKind::Tiresias}) {
+    for (bool include_running : {false, true}) {
+      snap.arrival_order.clear();
+      const std::vector<int> sorted = rank_jobs(snap, cfg, order, include_running);
+      snap.arrival_order = arrival;
+      EXPECT_EQ(rank_jobs(snap, cfg, order, include_running), sorted)
+          << static_cast<int>(order) << " " << include_running;
+    }
+  }
 }
 
 }  // namespace
