@@ -128,6 +128,31 @@ void QuotaLedger::return_to_cohort(int victim_team, std::span<const Assignment> 
   }
 }
 
+QuotaLedger::PlacementUsage QuotaLedger::compact_usage(
+    std::span<const Assignment> placement) const {
+  delta(placement, &scratch_);
+  PlacementUsage usage;
+  for (int k = 0; k + 1 < keys_; ++k) {
+    if (scratch_[k] == 0) continue;
+    if (usage.model >= 0) return {.model = -1, .mixed = true};
+    usage = {.model = k, .milli = scratch_[k]};
+  }
+  return usage;
+}
+
+void QuotaLedger::return_to_cohort(int victim_team, const PlacementUsage& usage,
+                                   std::span<const Assignment> placement, int sign,
+                                   std::span<int64_t> cohort_left) const {
+  if (usage.mixed) return return_to_cohort(victim_team, placement, sign, cohort_left);
+  if (usage.model < 0 || victim_team < 0 || cohort_left.empty() || cohort_of(victim_team) < 0)
+    return;
+  // As the loop over all keys does: the model's key and the "all" key change, the rest are 0.
+  if (quota(victim_team, usage.model).nominal_milli >= 0)
+    cohort_left[usage.model] += sign * usage.milli;
+  if (quota(victim_team, keys_ - 1).nominal_milli >= 0)
+    cohort_left[keys_ - 1] += sign * usage.milli;
+}
+
 QuotaVerdict QuotaLedger::check_usage(int team, std::span<const int64_t> per_key) const {
   const int c = cohort_of(team);
   if (c < 0) return check_usage(team, per_key, {});

@@ -44,6 +44,19 @@ class QuotaLedger {
                         std::span<int64_t> cohort_left) const;
   QuotaVerdict check_usage(int team, std::span<const int64_t> per_key,
                            std::span<const int64_t> cohort_left) const;
+  // A placement's usage in compact form, for searches that return the same placements to the
+  // cohort many times: the milli-GPUs it takes of its one GPU model (model -1: none). `mixed`
+  // when it spans several models: return_to_cohort() then reads the placement again.
+  struct PlacementUsage {
+    int32_t model = -1;
+    bool mixed = false;
+    int64_t milli = 0;
+  };
+  PlacementUsage compact_usage(std::span<const Assignment> placement) const;
+  // return_to_cohort() for a placement whose compact_usage() is `usage`.
+  void return_to_cohort(int victim_team, const PlacementUsage& usage,
+                        std::span<const Assignment> placement, int sign,
+                        std::span<int64_t> cohort_left) const;
   // Milli-GPUs per key (models, then "all") that a placement takes.
   std::vector<int64_t> usage_of(std::span<const Assignment> placement) const;
   void add(const SnapshotJob& job, std::span<const Assignment> placement, int sign);

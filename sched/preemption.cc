@@ -194,8 +194,17 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
   // works on a copy of what the cohort has left and leaves the ledger as it is: the victims
   // hold their quota until they stop.
   std::vector<int64_t> cohort_left = ctx.ledger.cohort_left_of(job.team);
+  if (ctx.victim_usage_known.empty()) {
+    ctx.victim_usage.resize(order.jobs.size());
+    ctx.victim_usage_known.assign(order.jobs.size(), 0);
+  }
   auto give_back = [&](int32_t pos, int sign) {
-    ctx.ledger.return_to_cohort(order.facts[pos].team, order.placement(pos), sign, cohort_left);
+    if (!ctx.victim_usage_known[pos]) {
+      ctx.victim_usage[pos] = ctx.ledger.compact_usage(order.placement(pos));
+      ctx.victim_usage_known[pos] = 1;
+    }
+    ctx.ledger.return_to_cohort(order.facts[pos].team, ctx.victim_usage[pos], order.placement(pos),
+                                sign, cohort_left);
   };
   auto admitted = [&] { return ctx.ledger.check_usage(job.team, wants, cohort_left).admitted; };
   // Quota held by leaving jobs of the cohort comes back anyway; then the borrowers' jobs,

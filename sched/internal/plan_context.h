@@ -58,6 +58,10 @@ struct PlanContext {
   VictimOrder victim_order;
   std::vector<int> started_idx;  // job index of each plan.starts entry
   int victim_searches = 0;       // searches made, against cfg.max_victim_searches
+  // Per victim-order position, its quota usage, filled on first use by quota reclaim: every
+  // reclaim search returns the same candidates' usage, some of them twice.
+  std::vector<QuotaLedger::PlacementUsage> victim_usage;
+  std::vector<uint8_t> victim_usage_known;
   // Counts one victim search; false (and the job waits PreemptionDeferred) when the plan's
   // budget is spent.
   bool take_search(const SnapshotJob& job) {
