@@ -135,21 +135,42 @@ void sort_by_major(std::vector<ArrivalKey>& keys) {
   }
 }
 
-// rank_jobs() for orders without a minor key, given a valid arrival order. A few distinct
-// majors (arrival, priority, Tiresias queues) are bucketed in linear time; else sorted.
+// What ranking reads of a job: id and phase (its first cache line) and its times.
+void prefetch_rank_fields(const SnapshotJob& job) {
+  __builtin_prefetch(&job);
+  __builtin_prefetch(&job.submitted);
+  __builtin_prefetch(&job.remaining);
+}
+
+// rank_jobs() for orders without a minor key, when the arrival-order hint is valid (checked in
+// the same pass: the jobs are read once, in hint order, scattered over the job array); false
+// when it is not. A few distinct majors (arrival, priority, Tiresias queues) are bucketed in
+// linear time; else sorted.
 template <class MajorOf>
-std::vector<int> rank_in_arrival_order(const Snapshot& snap, const std::vector<int32_t>& arrival,
-                                       bool include_running, const MajorOf& major_of) {
+bool rank_in_arrival_order(const Snapshot& snap, bool include_running, const MajorOf& major_of,
+                           std::vector<int>* out) {
   constexpr size_t kMaxBuckets = 16;
   constexpr uint64_t kSignBit = uint64_t{1} << 63;
+  constexpr size_t kAhead = 8;
+  const std::vector<int32_t>& arrival = snap.arrival_order;
+  const size_t count = snap.jobs.size();
+  if (arrival.size() != count) return false;
   std::vector<ArrivalKey> keyed;
-  keyed.reserve(arrival.size());
+  keyed.reserve(count);
   std::vector<uint64_t> majors;
   bool few = true;
-  constexpr size_t kAhead = 8;  // jobs are read in arrival order, scattered over the vector
-  for (size_t n = 0; n < arrival.size(); ++n) {
-    if (n + kAhead < arrival.size()) __builtin_prefetch(&snap.jobs[arrival[n + kAhead]]);
+  const SnapshotJob* prev = nullptr;
+  for (size_t n = 0; n < count; ++n) {
+    if (n + kAhead < count && static_cast<uint32_t>(arrival[n + kAhead]) < count) {
+      prefetch_rank_fields(snap.jobs[static_cast<size_t>(arrival[n + kAhead])]);
+    }
+    if (arrival[n] < 0 || static_cast<size_t>(arrival[n]) >= count) return false;
     const SnapshotJob& job = snap.jobs[static_cast<size_t>(arrival[n])];
+    if (prev != nullptr && (prev->submitted > job.submitted ||
+                            (prev->submitted == job.submitted && !(prev->id < job.id)))) {
+      return false;
+    }
+    prev = &job;
     if (job.is_running() && !include_running) continue;
     const uint64_t major = static_cast<uint64_t>(major_of(job)) ^ kSignBit;
     keyed.push_back({major, n});
@@ -158,20 +179,19 @@ std::vector<int> rank_in_arrival_order(const Snapshot& snap, const std::vector<i
       majors.push_back(major);
     }
   }
-  std::vector<int> out;
-  out.reserve(keyed.size());
+  out->reserve(keyed.size());
   if (few) {
     std::sort(majors.begin(), majors.end());
     for (uint64_t m : majors) {
       for (const ArrivalKey& k : keyed) {
-        if (k.major == m) out.push_back(arrival[k.position]);
+        if (k.major == m) out->push_back(arrival[k.position]);
       }
     }
-    return out;
+    return true;
   }
   sort_by_major(keyed);
-  for (const ArrivalKey& k : keyed) out.push_back(arrival[k.position]);
-  return out;
+  for (const ArrivalKey& k : keyed) out->push_back(arrival[k.position]);
+  return true;
 }
 
 }  // namespace
@@ -197,8 +217,11 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
     }
     return 0;
   };
+  if (!gittins) {
+    std::vector<int> out;
+    if (rank_in_arrival_order(snap, include_running, major_of, &out)) return out;
+  }
   const std::vector<int32_t>* arrival = valid_arrival_order(snap);
-  if (arrival && !gittins) return rank_in_arrival_order(snap, *arrival, include_running, major_of);
   std::vector<std::pair<RankKey, int>> keyed;
   keyed.reserve(snap.jobs.size());
   for (size_t n = 0; n < snap.jobs.size(); ++n) {

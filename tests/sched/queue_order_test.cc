@@ -138,7 +138,8 @@ TEST(RankJobs, TiesBreakBySubmitTimeThenIdNotVectorOrder) {
 }
 
 // The driver's arrival-order hint only saves time: with it, remaining-time and priority orders
-// with many distinct keys (large, negative, equal) rank exactly as the full sort without it.
+// with many distinct keys (large, negative, equal) rank exactly as the full sort without it,
+// and a wrong hint is noticed.
 TEST(RankJobs, ArrivalOrderHintGivesTheSameRanking) {
   std::mt19937_64 rng(7);
   auto b = SnapshotForTest().node("n1", 8, "H100");
@@ -168,6 +169,11 @@ TEST(RankJobs, ArrivalOrderHintGivesTheSameRanking) {
       snap.arrival_order = arrival;
       EXPECT_EQ(rank_jobs(snap, cfg, order, include_running), sorted)
           << static_cast<int>(order) << " " << include_running;
+      // A wrong hint (out of order near the end) costs time, not correctness.
+      std::swap(snap.arrival_order[2990], snap.arrival_order[2995]);
+      EXPECT_EQ(rank_jobs(snap, cfg, order, include_running), sorted);
+      snap.arrival_order.back() = 1 << 30;
+      EXPECT_EQ(rank_jobs(snap, cfg, order, include_running), sorted);
     }
   }
 }
