@@ -121,7 +121,9 @@ class Walk {
   AttemptResult try_start(int idx, FitMemo& memo) {
     const SnapshotJob& job = ctx_.snap.jobs[idx];
     const internal::Shape shape = internal::shape_of(job);
-    if (never_.contains(shape)) return {Attempt::Never, never_.at(shape)};
+    if (auto never = never_.find(shape); never != never_.end()) {
+      return {Attempt::Never, never->second};
+    }
     if (memo.known_not_to_fit(shape)) return {Attempt::NotNow, kFilterGpus};
     const PlaceOptions opts = ctx_.place_options(job);
     PlaceResult placed = place(job, ctx_.state, opts);
