@@ -122,7 +122,8 @@ class Browser:
             ".map(e => [e.dataset.field, e.innerText]))")
 
     def console_errors(self):
-        """Console messages of level SEVERE since the last call (errors, failed loads)."""
+        """Console messages of level SEVERE since the last call (errors, failed loads). The
+        server serves /favicon.ico, so a new window's own request for it is no such error."""
         return [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
 
     def press(self, key, times=1):
@@ -137,6 +138,20 @@ class Browser:
         path = os.path.join(self.shots, f"{name}.png")
         self.driver.save_screenshot(path)
         return path
+
+
+def start(doc):
+    """A page test's command line: `TEST.py PATH/TO/trainyard [SCREENSHOT_DIR] [unittest args]`.
+    Points the harness at the binary, exits 0 with "skipped: ..." when the browser is missing,
+    and returns where screenshots go; unittest gets the rest of the arguments."""
+    if len(sys.argv) < 2:
+        sys.exit(doc)
+    harness.BIN = os.path.abspath(sys.argv.pop(1))
+    skip_if_missing()
+    shots = screenshot_dir(sys.argv.pop(1) if len(sys.argv) > 1 and not
+                           sys.argv[1].startswith("-") else None)
+    print(f"screenshots: {shots}", flush=True)
+    return shots
 
 
 def screenshot_dir(argv_dir=None):

@@ -8,7 +8,6 @@ wide and narrow.
 Usage: cost_test.py PATH/TO/trainyard [SCREENSHOT_DIR] [unittest args]. Skips (exit 0) without
 chromium, chromedriver or python3-selenium."""
 import csv
-import io
 import json
 import os
 import sys
@@ -51,12 +50,6 @@ def get(server, path, token):
     req.add_header("Authorization", "Bearer " + token)
     with urllib.request.urlopen(req, timeout=30) as r:
         return r.status, r.headers.get("Content-Type", ""), r.read().decode()
-
-
-def errors(b):
-    """Console errors of the page (the server serves /favicon.ico, so a new window's own
-    request for it is no exception)."""
-    return b.console_errors()
 
 
 class CostPage(unittest.TestCase):
@@ -141,7 +134,7 @@ class CostPage(unittest.TestCase):
                                    msg=f"{prefix}.{field}")
 
     def test_admin_sees_the_apis_numbers_and_downloads_them_as_csv(self):
-        errors(self.b)
+        self.b.console_errors()
         since, until = self.open_cost(self.b)
         st, _, body = self.report(since, until, self.admin)
         rep = json.loads(body)
@@ -198,7 +191,7 @@ class CostPage(unittest.TestCase):
                                    float(v[f"job.{r['job']}.cost"][1]), places=12)
             self.assertEqual(by_job[r["job"]]["name"], r["name"])
         self.assertEqual({r["key"] for r in rows if r["kind"] == "team"}, {"vision", "nlp"})
-        self.assertEqual(errors(self.b), [])
+        self.assertEqual(self.b.console_errors(), [])
         self.b.screenshot("cost")
 
         # A job link opens the job's page.
@@ -207,7 +200,7 @@ class CostPage(unittest.TestCase):
                           == f"#/jobs/{self.vision}", message="the job's route")
 
     def test_period_selector_and_series_match_the_report(self):
-        errors(self.b)  # what other pages logged before (another test may have left it elsewhere)
+        self.b.console_errors()  # what other pages logged before (another test may have left it elsewhere)
         since, until = self.open_cost(self.b, "#/cost?period=today")
         current = self.b.driver.execute_script(
             "return document.querySelector('.period a[aria-current]').textContent")
@@ -230,7 +223,7 @@ class CostPage(unittest.TestCase):
         self.b.wait_until(lambda: "period=30d" in self.b.driver.execute_script(
             "return location.hash"), message="30 days")
         self.b.wait_for("[data-field='total.cost']")
-        self.assertEqual(errors(self.b), [])
+        self.assertEqual(self.b.console_errors(), [])
 
     def test_a_team_token_sees_only_its_team(self):
         b = browser.Browser(self.s.url, SHOTS)
@@ -255,7 +248,7 @@ class CostPage(unittest.TestCase):
             with self.assertRaises(urllib.error.HTTPError) as e:
                 get(self.s, f"/api/v1/cost?{q}", self.team_token)
             self.assertEqual(e.exception.code, 403)
-            self.assertEqual(errors(b), [])
+            self.assertEqual(b.console_errors(), [])
             b.screenshot("cost-team")
         finally:
             b.quit()
@@ -276,14 +269,8 @@ class CostPage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit("usage: cost_test.py PATH/TO/trainyard [SCREENSHOT_DIR] [unittest args]")
-    harness.BIN = sys.argv.pop(1)
-    browser.skip_if_missing()
+    SHOTS = browser.start("usage: cost_test.py PATH/TO/trainyard [SCREENSHOT_DIR] [unittest args]")
     if not os.path.isdir(CATALOG):
         print(f"skipped: the simcloud server needs the price catalog at {CATALOG}")
         sys.exit(0)
-    SHOTS = browser.screenshot_dir(sys.argv.pop(1) if len(sys.argv) > 1 and not
-                                   sys.argv[1].startswith("-") else None)
-    print(f"screenshots: {SHOTS}", flush=True)
     unittest.main()

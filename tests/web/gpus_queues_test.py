@@ -40,12 +40,6 @@ spec:
 """
 
 
-def page_errors(b):
-    """Console errors of the page (the server serves /favicon.ico, so a new window's own
-    request for it is no exception)."""
-    return b.console_errors()
-
-
 def gib(n):
     """fmt.bytes() of the UI for sizes of a GiB or more."""
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
@@ -136,7 +130,7 @@ class GpusAndQueues(unittest.TestCase):
         self.b.wait_for("main h1", text=str(self.big))
         self.b.go("#/gpus")
         self.b.wait_for(".gpu-tile")
-        self.assertEqual(page_errors(self.b), [])
+        self.assertEqual(self.b.console_errors(), [])
         self.b.screenshot("gpus")
 
     def test_queue_rows_equal_the_api(self):
@@ -166,7 +160,7 @@ class GpusAndQueues(unittest.TestCase):
             self.assertEqual(f[f"{name}.pending"], str(r["pending"]))
             self.assertEqual(f[f"{name}.running"], str(r["running"]))
         self.assertEqual(f["vision.spend"], f"${rows['vision']['budget']['spentUsd']:.2f} of $50.00 today (UTC)")
-        self.assertEqual(page_errors(self.b), [])
+        self.assertEqual(self.b.console_errors(), [])
         self.b.screenshot("queues")
         # The pending count links to the team's pending jobs.
         self.b.wait_for("a[data-field='nlp.pending']").click()
@@ -196,7 +190,7 @@ class GpusAndQueues(unittest.TestCase):
             width = b.driver.execute_script("return document.documentElement.scrollWidth")
             self.assertLessEqual(width, browser.NARROW[0], "the GPUs page scrolls sideways")
             b.screenshot("gpus-narrow")
-            self.assertEqual(page_errors(b), [])
+            self.assertEqual(b.console_errors(), [])
         finally:
             b.quit()
 
@@ -225,7 +219,7 @@ class MigTile(unittest.TestCase):
             self.assertIn(f"job {job}", seg.text)
             free = b.text(f".gpu-tile[data-uuid='{dev['uuid']}'] .mig-seg.free")
             self.assertEqual(free, f"{7 - share['computeSlices']} of 7 slices free")
-            self.assertEqual(page_errors(b), [])
+            self.assertEqual(b.console_errors(), [])
             b.screenshot("gpus-mig")
         finally:
             b.quit()
@@ -233,11 +227,5 @@ class MigTile(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    harness.BIN = sys.argv.pop(1)
-    browser.skip_if_missing()
-    SHOTS = browser.screenshot_dir(sys.argv.pop(1) if len(sys.argv) > 1 and not
-                                   sys.argv[1].startswith("-") else None)
-    print(f"screenshots: {SHOTS}", flush=True)
+    SHOTS = browser.start(__doc__)
     unittest.main(verbosity=2)

@@ -24,12 +24,6 @@ FAST = "reconcileIntervalSeconds: 0.1\n"
 SHOTS = None
 
 
-def page_errors(b):
-    """Console errors of the page (the server serves /favicon.ico, so a new window's own
-    request for it is no exception)."""
-    return b.console_errors()
-
-
 class JobsPage(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -94,7 +88,7 @@ class JobsPage(unittest.TestCase):
         self.assertIn("running", run.text)
         stamp = run.find_element(browser.By.CSS_SELECTOR, "time")
         self.assertTrue(stamp.get_attribute("title").endswith("UTC"))
-        self.assertEqual(page_errors(self.b), [])
+        self.assertEqual(self.b.console_errors(), [])
         self.b.screenshot("jobs")
 
     def test_filters_change_the_rows_to_the_apis_and_stay_in_the_url(self):
@@ -198,17 +192,11 @@ class JobsPage(unittest.TestCase):
                 "return document.documentElement.scrollWidth > window.innerWidth")
             self.assertFalse(wide, "the page scrolls sideways at 390 px")
             narrow.screenshot("jobs-narrow")
-            self.assertEqual(page_errors(narrow), [])
+            self.assertEqual(narrow.console_errors(), [])
         finally:
             narrow.quit()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    harness.BIN = os.path.abspath(sys.argv.pop(1))
-    browser.skip_if_missing()
-    SHOTS = browser.screenshot_dir(sys.argv.pop(1) if len(sys.argv) > 1 and not
-                                   sys.argv[1].startswith("-") else None)
-    print(f"screenshots: {SHOTS}", flush=True)
+    SHOTS = browser.start(__doc__)
     unittest.main(verbosity=2)

@@ -167,11 +167,5 @@ class UiTokenPrompt(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    harness.BIN = sys.argv.pop(1)
-    browser.skip_if_missing()
-    SHOTS = browser.screenshot_dir(sys.argv.pop(1) if len(sys.argv) > 1 and not
-                                   sys.argv[1].startswith("-") else None)
-    print(f"screenshots: {SHOTS}", flush=True)
+    SHOTS = browser.start(__doc__)
     unittest.main(verbosity=2)
