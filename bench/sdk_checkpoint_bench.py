@@ -35,8 +35,11 @@ the page cache:
   torch.load       baseline: torch.load(file) and load_state_dict (a copy into the
                    model's tensors)
   verified         torch_state.restore(manager, model=...): the newest checkpoint,
-                   every file hashed while it is read (in parallel), the tensors
-                   views of the memory read into, then load_state_dict
+                   every file checked while it is read (its 8 MiB chunks' CRC-32s
+                   from the manifest, chunks on several threads), the tensors views
+                   of the memory read into, then load_state_dict
+  sha256 manifest  the same from a checkpoint whose manifest has SHA-256s only (as
+                   written before chunk CRCs): each file hashed while it is read
   latest+restore   manager.latest() (hashes every file) then restore(checkpoint):
                    the file is read twice, hashed once
   unverified       latest(verify=False) and restore(..., verify=False): no hashes
@@ -225,6 +228,16 @@ def load_modes(state, root):
         torch.save(state, f)
     mgr = trainyard.CheckpointManager(os.path.join(d, "ckpt"), keep_last=1)
     mgr.save(1, torch_state.state_files(model=Weights(state), step=1))
+    old = trainyard.CheckpointManager(os.path.join(d, "old"), keep_last=1)
+    old.save(1, torch_state.state_files(model=Weights(state), step=1))
+    manifest = os.path.join(old.path_for(1), "MANIFEST.json")
+    with open(manifest) as f:
+        m = json.load(f)
+    for e in m["files"]:
+        e.pop("chunk_size", None)
+        e.pop("chunk_crc32", None)
+    with open(manifest, "w") as f:
+        json.dump(m, f)
     target = Weights({k: torch.empty_like(v) for k, v in state.items()})
 
     def torch_load():
@@ -233,6 +246,9 @@ def load_modes(state, root):
     def verified_one_pass():
         assert torch_state.restore(mgr, model=target)["step"] == 1
 
+    def verified_sha256():
+        assert torch_state.restore(old, model=target)["step"] == 1
+
     def latest_then_restore():
         torch_state.restore(mgr.latest(), model=target)
 
@@ -240,7 +256,8 @@ def load_modes(state, root):
         torch_state.restore(mgr.latest(verify=False), model=target, verify=False)
 
     modes = {"torch.load": torch_load, "verified": verified_one_pass,
-             "latest+restore": latest_then_restore, "unverified": unverified}
+             "sha256 manifest": verified_sha256, "latest+restore": latest_then_restore,
+             "unverified": unverified}
     return d, target, modes
 
 
@@ -262,8 +279,10 @@ def run_loads(state, root, reps):
                 times[name].append(time.perf_counter() - t0)
                 if can_peak:
                     peaks[name].append((_rss_kib("VmHWM") - before) * 1024)
-        return {m: (statistics.median(times[m]),
-                    statistics.median(peaks[m]) if peaks[m] else None) for m in modes}
+        out = {m: (statistics.median(times[m]),
+                   statistics.median(peaks[m]) if peaks[m] else None) for m in modes}
+        out["load"] = os.getloadavg()[0]
+        return out
     finally:
         shutil.rmtree(d)
 
@@ -278,17 +297,22 @@ def print_load_table(rows, reps):
           "process's peak RSS during the load, VmHWM after a reset)")
     print()
     print("| state | torch.load + load_state_dict | restore(manager): verified, one pass "
-          "| ÷ torch.load | latest() + restore(ck) | ÷ torch.load | unverified restore "
-          "| ÷ torch.load | peak: torch.load | peak: verified | peak: unverified |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ÷ torch.load | the same, SHA-256-only manifest | ÷ torch.load "
+          "| latest() + restore(ck) | ÷ torch.load | unverified restore "
+          "| ÷ torch.load | peak: torch.load | peak: verified | peak: unverified "
+          "| load avg (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mb, r in rows:
         base = r["torch.load"][0]
-        print("| %s | %s | %s | %.2f× | %s | %.2f× | %s | %.2f× | %s | %s | %s |" % (
+        print("| %s | %s | %s | %.2f× | %s | %.2f× | %s | %.2f× | %s | %.2f× "
+              "| %s | %s | %s | %.1f |" % (
             "%d MB" % mb if mb < 1024 else "%g GB" % (mb / 1024), fmt_s(base),
             fmt_s(r["verified"][0]), r["verified"][0] / base,
+            fmt_s(r["sha256 manifest"][0]), r["sha256 manifest"][0] / base,
             fmt_s(r["latest+restore"][0]), r["latest+restore"][0] / base,
             fmt_s(r["unverified"][0]), r["unverified"][0] / base,
-            fmt_mb(r["torch.load"][1]), fmt_mb(r["verified"][1]), fmt_mb(r["unverified"][1])))
+            fmt_mb(r["torch.load"][1]), fmt_mb(r["verified"][1]), fmt_mb(r["unverified"][1]),
+            r["load"]))
     print("\nmedians of %d repetitions per size" % reps)
 
 
@@ -315,7 +339,7 @@ def main():
         if args.only != "save":
             load_rows.append((mb, run_loads(state, root, args.reps)))
             print("  %d MB load: %s" % (mb, ", ".join("%s %s" % (k, fmt_s(v[0])) for k, v in
-                                                      load_rows[-1][1].items())),
+                                                      load_rows[-1][1].items() if k != "load")),
                   file=sys.stderr, flush=True)
         if args.only == "load":
             del state
