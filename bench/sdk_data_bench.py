@@ -40,7 +40,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 
-CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread")
+CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread",
+              "trainyard-thread-records")
 
 
 def make_records(root, n):
@@ -63,15 +64,84 @@ def make_records(root, n):
 
 def decode(record):
     """Bytes -> a 3x32x32 float tensor: random crop, random flip, scaling."""
+    h, w = record[0] | record[1] << 8, record[2] | record[3] << 8
+    return decode_at(record, random.randrange(h - 32), random.randrange(w - 32),
+                     random.random() < 0.5)
+
+
+def decode_at(record, y, x, flip):
     import numpy
     import torch
     h, w = record[0] | record[1] << 8, record[2] | record[3] << 8
     img = numpy.frombuffer(record, dtype=numpy.uint8, offset=4).reshape(h, w, 3)
-    y, x = random.randrange(h - 32), random.randrange(w - 32)
     crop = img[y:y + 32, x:x + 32]
-    if random.random() < 0.5:
+    if flip:
         crop = crop[:, ::-1]
     return torch.from_numpy(numpy.ascontiguousarray(crop.transpose(2, 0, 1))).float() / 255.0
+
+
+_rng = []
+
+
+def decode_batch(batch):
+    """What decode() and collate() make of the records of a data.RecordBatch, for all of
+    them at once: the same crops, flips and scaling (the same distributions; the random
+    draws come from numpy), done by numpy gathers over the batch's one buffer."""
+    import numpy
+    if not _rng:
+        _rng.append(numpy.random.default_rng())
+    buf = numpy.frombuffer(batch.data, dtype=numpy.uint8)
+    off = numpy.array(batch.offsets, dtype=numpy.int64)
+    h = buf[off].astype(numpy.int64) | buf[off + 1].astype(numpy.int64) << 8
+    w = buf[off + 2].astype(numpy.int64) | buf[off + 3].astype(numpy.int64) << 8
+    r = _rng[0].random((3, len(off)))
+    return decode_batch_at(batch, (r[0] * (h - 32)).astype(numpy.int64),
+                           (r[1] * (w - 32)).astype(numpy.int64), r[2] < 0.5)
+
+
+def decode_batch_at(batch, y, x, flip):
+    import numpy
+    import torch
+    from numpy.lib.stride_tricks import as_strided
+    buf = numpy.frombuffer(batch.data, dtype=numpy.uint8)
+    n = len(batch)
+    off = numpy.array(batch.offsets, dtype=numpy.int64)
+    w = buf[off + 2].astype(numpy.int64) | buf[off + 3].astype(numpy.int64) << 8
+    # Every crop row is 32 pixels of 3 bytes at `rows`; viewed channel by channel, one
+    # gather of all the rows gives (record, row, channel, pixel).
+    first = off + 4 + (y * w + x) * 3
+    rows = first[:, None] + numpy.arange(32)[None, :] * (w * 3)[:, None]
+    planes = as_strided(buf, shape=(max(0, len(buf) - 95), 3, 32), strides=(1, 1, 3))
+    crops = numpy.empty((n, 3, 32, 32), dtype=numpy.uint8)
+    crops[...] = planes[rows].transpose(0, 2, 1, 3)
+    # A flip reverses each row's 32 bytes: 4 uint64 in reverse order, each byte-swapped.
+    words = crops.view(numpy.uint64)
+    flipped = numpy.flatnonzero(flip)
+    words[flipped] = words[flipped][..., ::-1].byteswap()
+    out = torch.empty((n, 3, 32, 32))
+    torch.div(torch.from_numpy(crops), 255.0, out=out)
+    return out
+
+
+def check_decode_batch(shards):
+    """decode_batch() gives what decode() and torch.stack give for the same draws."""
+    import numpy
+    import torch
+
+    from trainyard import data
+    ds = data.ShardDataset(shards)
+    picks = list(range(0, len(ds), max(1, len(ds) // 50)))
+    batch = ds.read_batch(picks)
+    rng = numpy.random.default_rng(1)
+    hw = [(r[0] | r[1] << 8, r[2] | r[3] << 8) for r in map(bytes, batch)]
+    y = numpy.array([rng.integers(0, h - 32) for h, _ in hw])
+    x = numpy.array([rng.integers(0, w - 32) for _, w in hw])
+    flip = rng.random(len(picks)) < 0.5
+    want = torch.stack([decode_at(bytes(r), int(y[k]), int(x[k]), bool(flip[k]))
+                        for k, r in enumerate(batch)])
+    got = decode_batch_at(batch, y, x, flip)
+    if not torch.equal(got, want):
+        raise SystemExit("decode_batch does not match decode: the comparison would be unfair")
 
 
 def add_open_latency(data_format, seconds):
@@ -82,6 +152,27 @@ def add_open_latency(data_format, seconds):
         time.sleep(seconds)
         init(self, *args, **kwargs)
     data_format.ShardReader.__init__ = slow_init
+
+
+def worker_pids(loader):
+    """The worker processes of a DataLoader (persistent workers) or a data.Loader."""
+    it = getattr(loader, "_iterator", None)
+    procs = getattr(it, "_workers", None) or getattr(getattr(loader, "_pool", None), "procs",
+                                                        None) or []
+    return [p.pid for p in procs]
+
+
+def cpu_seconds(pids):
+    """User + system CPU seconds of these processes (all their threads), from /proc."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
@@ -124,52 +215,71 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
         loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                             collate_fn=collate, persistent_workers=workers > 0,
                             pin_memory=False, drop_last=True)
-    else:
+    elif kind.endswith("-records"):
         loader = data.Loader(shards, batch, seed=0, decode=decode, collate=collate,
                              workers=workers, worker_type=kind.split("-")[1],
                              prefetch=2 * workers)
-    times = []
+    else:
+        loader = data.Loader(shards, batch, seed=0, decode_batch=decode_batch,
+                             workers=workers, worker_type=kind.split("-")[1],
+                             prefetch=2 * workers)
+    times, cpus = [], []
     count = 0
     for epoch in range(runs + 1):
+        pids = [os.getpid()] + worker_pids(loader)
+        c = cpu_seconds(pids)
         t = time.perf_counter()
         count = 0
         for b in loader:
             count += b.shape[0]
         if epoch:
             times.append(time.perf_counter() - t)
+            cpus.append(cpu_seconds(pids) - c)
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if hasattr(loader, "close"):
         loader.close()
     del loader
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"kind": kind, "records": count, "times": times,
+    print(json.dumps({"kind": kind, "records": count, "times": times, "cpus": cpus,
                       "main_rss_mb": main_rss, "worker_rss_mb": child_rss}))
 
 
 def table(args, n, files, shards, latency_ms):
     results = {}
-    for kind in args.only or CONTENDERS:
-        out = subprocess.run([sys.executable, __file__, "--child", files + os.pathsep + shards,
-                              "--only", kind, "--workers", str(args.workers), "--batch",
-                              str(args.batch), "--runs", str(args.runs),
-                              "--file-latency-ms", str(latency_ms)],
-                             capture_output=True, text=True, check=True)
-        results[kind] = json.loads(out.stdout.strip().splitlines()[-1])
+    for _ in range(args.rounds):  # contenders take turns, so a busy spell hits them all
+        for kind in args.only or CONTENDERS:
+            out = subprocess.run([sys.executable, __file__, "--child",
+                                  files + os.pathsep + shards, "--only", kind, "--workers",
+                                  str(args.workers), "--batch", str(args.batch), "--runs",
+                                  str(args.runs), "--file-latency-ms", str(latency_ms)],
+                                 capture_output=True, text=True, check=True)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            if kind in results:
+                results[kind]["times"] += r["times"]
+                results[kind]["cpus"] += r["cpus"]
+                for k in ("main_rss_mb", "worker_rss_mb"):
+                    results[kind][k] = max(results[kind][k], r[k])
+            else:
+                results[kind] = r
     base = {k: statistics.median(r["times"]) for k, r in results.items()}
     where = ("local files (page cache)" if not latency_ms else
              "%g ms per file or shard open (network filesystem stand-in)" % latency_ms)
-    print("\n%d records, batch %d, %d workers, median of %d epochs, %d CPUs; %s"
-          % (n, args.batch, args.workers, args.runs, os.cpu_count(), where))
-    print("%-19s %10s %9s %9s %12s %14s" % ("loader", "records/s", "vs files", "vs shards",
-                                            "main RSS MB", "worker RSS MB"))
+    print("\n%d records, batch %d, %d workers, median of %d epochs (%d rounds of %d), %d CPUs, "
+          "load average %.1f; %s" % (n, args.batch, args.workers, args.runs * args.rounds,
+                                     args.rounds, args.runs, os.cpu_count(),
+                                     os.getloadavg()[0], where))
+    print("%-24s %10s %9s %9s %11s %12s %14s" % (
+        "loader", "records/s", "vs files", "vs shards", "CPU us/rec", "main RSS MB",
+        "worker RSS MB"))
     for kind, r in results.items():
         rate = r["records"] / base[kind]
 
         def ratio(other):
             return ("%8.2fx" % (base[other] / base[kind])) if other in base else "%9s" % "-"
-        print("%-19s %10.0f %9s %9s %12.0f %14.0f" % (kind, rate, ratio("dataloader-files"),
-                                                     ratio("dataloader-shards"),
-                                                     r["main_rss_mb"], r["worker_rss_mb"]))
+        cpu = 1e6 * statistics.median(r["cpus"]) / r["records"]
+        print("%-24s %10.0f %9s %9s %11.1f %12.0f %14.0f" % (
+            kind, rate, ratio("dataloader-files"), ratio("dataloader-shards"), cpu,
+            r["main_rss_mb"], r["worker_rss_mb"]))
     sys.stdout.flush()
 
 
@@ -179,7 +289,9 @@ def main():
     ap.add_argument("--full", action="store_true", help="100,000 records (about 5.5 GB)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="timed epochs per contender and round")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="times each contender runs, in turns (fresh process each)")
     ap.add_argument("--dir", help="where to keep the generated data (default: a temp dir)")
     ap.add_argument("--file-latency-ms", type=float, default=2.0,
                     help="per-open delay for the second table (0: local table only)")
@@ -200,6 +312,7 @@ def main():
     t = time.perf_counter()
     files, shards = make_records(root, n)
     print("data: %d records in %s (%.1f s to write)" % (n, root, time.perf_counter() - t))
+    check_decode_batch(shards)
     latencies = [0.0] + ([args.file_latency_ms] if args.file_latency_ms > 0 else [])
     for latency in latencies:
         table(args, n, files, shards, latency)

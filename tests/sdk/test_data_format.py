@@ -83,6 +83,61 @@ class FormatTest(unittest.TestCase):
             ds.read_many([1, 0])
         self.assertEqual(ds[1], records(500)[1])
 
+    def test_read_batch_gives_the_records_back_to_back_with_every_codec(self):
+        for codec in ("none", "zlib", "lzma"):
+            with self.subTest(codec=codec):
+                self.dir = os.path.join(self.tmp.path, "batch-" + codec)
+                self.write(codec=codec)
+                ds = data.ShardDataset(self.dir)
+                # Across shards, out of order, a record twice, neighbours in one shard.
+                picks = [499, 3, 250, 4, 3, 0, 1, 2, 498]
+                batch = ds.read_batch(picks)
+                want = [records(500)[i] for i in picks]
+                self.assertEqual([bytes(r) for r in batch], want)
+                self.assertEqual(len(batch), len(picks))
+                self.assertEqual(bytes(batch.data), b"".join(want))
+                self.assertEqual(batch.lengths, [len(r) for r in want])
+                self.assertEqual(batch.offsets[1], len(want[0]))
+                self.assertEqual(bytes(ds.read_batch([]).data), b"")
+
+    def test_read_batch_reuses_its_buffer_only_when_no_view_of_it_is_left(self):
+        self.write()
+        ds = data.ShardDataset(self.dir)
+        first = ds.read_batch([30, 31, 32])  # larger than the batches below
+        buffer = first.buffer
+        first.release()
+        second = ds.read_batch([4, 5], buffer)
+        self.assertIs(second.buffer, buffer)  # nothing held it: reused
+        kept = second[0]  # a view someone keeps
+        second.release()
+        third = ds.read_batch([6, 7], buffer)
+        self.assertIsNot(third.buffer, buffer)
+        self.assertEqual(bytes(kept), records(500)[4])  # not overwritten
+        self.assertEqual([bytes(r) for r in third], records(500)[6:8])
+
+    def test_read_batch_catches_a_damaged_record(self):
+        self.write()
+        ds = data.ShardDataset(self.dir)
+        path = self.shard_path(0)
+        with open(path, "r+b") as f:
+            f.seek(len(data_format.MAGIC) + 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x40]))
+        with self.assertRaisesRegex(data.DataError, "%s is corrupted: record 0 fails its crc32"
+                                    % path):
+            ds.read_batch([2, 1, 0])
+        self.assertEqual([bytes(r) for r in ds.read_batch([2, 1])], records(500)[1:3][::-1])
+
+    def test_read_batch_reads_records_far_apart_and_many_at_once(self):
+        big = [bytes([i % 251]) * (100 << 10) for i in range(6)]  # gaps beyond the sink
+        data.write_dataset(self.dir, big + [b"x%d" % i for i in range(1500)],
+                           shard_bytes=64 << 20)
+        ds = data.ShardDataset(self.dir)
+        for picks in ([0, 2, 5] + list(range(6, 1506)),  # more buffers than a preadv takes
+                      [0, 2, 5] + list(range(6, 1506, 2))):  # small gaps read into a sink
+            self.assertEqual([bytes(r) for r in ds.read_batch(picks)], ds.read_many(picks))
+
     def test_damaged_shard_index_or_trailer_is_detected(self):
         self.write()
         path = self.shard_path(-1)

@@ -143,6 +143,106 @@ class LoaderTest(unittest.TestCase):
         self.assertEqual(list(timed), [1, 2])
         self.assertLess(timed.total_wait_s, 0.01)
 
+    def test_decode_batch_gives_what_decode_and_collate_give_with_each_worker_kind(self):
+        def decode_batch(batch):
+            return [int(bytes(r)[1:]) for r in batch]
+
+        want = list(self.loader(seed=2, batch_size=9, drop_last=False))
+        for workers, kind in ((0, "thread"), (2, "thread"), (2, "process")):
+            with self.subTest(workers=workers, kind=kind):
+                got = list(self.loader(seed=2, batch_size=9, drop_last=False, decode=None,
+                                       decode_batch=decode_batch, workers=workers,
+                                       worker_type=kind))
+                self.assertEqual(got, want)
+        with self.assertRaisesRegex(ValueError, "decode_batch replaces decode"):
+            self.loader(decode_batch=decode_batch)
+
+    def test_decode_batch_over_a_dataset_without_read_batch(self):
+        class Plain:
+            def __len__(self):
+                return 10
+
+            def __getitem__(self, i):
+                return b"r%d" % i
+
+        loader = data.Loader(Plain(), 4, shuffle=False, workers=0,
+                             decode_batch=lambda b: [bytes(r) for r in b])
+        self.assertEqual(list(loader), [[b"r0", b"r1", b"r2", b"r3"],
+                                        [b"r4", b"r5", b"r6", b"r7"]])
+
+    def test_a_decode_batch_that_keeps_views_of_the_records_gets_unchanged_bytes(self):
+        views = []
+
+        def keep(batch):
+            views.append(list(batch))  # memoryviews into the batch's buffer, kept
+            return len(batch)
+
+        loader = self.loader(seed=4, decode=None, decode_batch=keep, workers=1,
+                             worker_type="thread")
+        list(loader)
+        got = [int(bytes(v)[1:]) for vs in views for v in vs]
+        self.assertEqual(got, loader.rank_order(0)[:len(got)])
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_process_workers_hand_arrays_over_through_shared_memory(self):
+        import numpy
+        import torch
+
+        def decode_batch(batch):
+            ids = [int(bytes(r)[1:]) for r in batch]
+            n = max(ids) + 1  # sizes vary from batch to batch: the slots must grow
+            return {"x": torch.arange(n * 1000, dtype=torch.float32).reshape(n, 1000),
+                    "bf": torch.full((n, 3000), 0.5, dtype=torch.bfloat16),
+                    "ids": numpy.array(ids * 1000, dtype=numpy.int64),
+                    "small": numpy.array(ids), "name": "batch %d" % ids[0],
+                    "pair": (torch.ones(2000, dtype=torch.int16), [numpy.zeros((3, 700))])}
+
+        def same(a, b):
+            if isinstance(a, torch.Tensor):
+                return a.dtype == b.dtype and torch.equal(a, b)
+            if isinstance(a, numpy.ndarray):
+                return a.dtype == b.dtype and numpy.array_equal(a, b)
+            if isinstance(a, dict):
+                return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+            if isinstance(a, (list, tuple)):
+                return type(a) is type(b) and all(same(x, y) for x, y in zip(a, b))
+            return a == b
+
+        kw = dict(seed=6, batch_size=5, decode=None, decode_batch=decode_batch, prefetch=3)
+        want = list(self.loader(workers=0, **kw))
+        loader = self.loader(workers=2, worker_type="process", **kw)
+        got = list(loader)
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            self.assertTrue(same(g, w))
+        self.assertTrue(all(s is not None for s in loader._pool.shared))
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_process_workers_run_torch_on_one_thread_each(self):
+        import torch
+        got = list(self.loader(workers=2, worker_type="process", batch_size=50,
+                               decode=None, decode_batch=lambda b: torch.get_num_threads()))
+        self.assertEqual(set(got), {1})
+
+    def test_shared_memory_slots_are_reused_and_grow_without_moving_results(self):
+        import numpy
+        from trainyard.data_loader import _SharedIn, _SharedOut
+        if not hasattr(os, "memfd_create"):
+            self.skipTest("no memfd_create")
+        fd = os.memfd_create("test")
+        out, into = _SharedOut(fd, 3), _SharedIn(os.dup(fd))
+        self.addCleanup(into.close)
+        self.addCleanup(os.close, fd)
+        sizes = [10000, 10000, 10000, 10000, 3 << 20, 10000]
+        layouts = [out.pack(numpy.full(n, k, dtype=numpy.uint8)) for k, n in enumerate(sizes)]
+        # The last three are the ones not yet overwritten (3 slots); the growth to 3 MiB
+        # put them in a new region, so the two written before it are intact too.
+        for k in (3, 4, 5):
+            a = into.unpack(layouts[k])
+            self.assertEqual((len(a), int(a.min()), int(a.max())), (sizes[k], k, k))
+        self.assertEqual(layouts[0].offset, layouts[3].offset)  # slot 0 again
+        self.assertIsNone(out.pack([1, 2, 3]))  # nothing to share: pickled as it is
+
     def test_a_failing_decode_in_a_worker_process_names_the_batch(self):
         def bad(record):
             raise ValueError("cannot decode %r" % record)

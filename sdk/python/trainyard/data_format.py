@@ -39,6 +39,8 @@ _CODEC_NAMES = {v: k for k, v in CODECS.items()}
 _ENTRY = struct.Struct("<QII")
 _TRAILER = struct.Struct("<QIIII8s")
 _COALESCE_GAP = 256 << 10  # records closer than this are read with one pread
+_GAP_SINK = 64 << 10  # read_batch reads a gap up to this long rather than seek past it
+_IOV_MAX = 512  # buffers per preadv call (Linux allows 1024)
 
 
 class DataError(Exception):
@@ -282,6 +284,47 @@ class ShardReader:
                 run.append(entry)
         return out
 
+    def _read_into(self, locals_, out, positions):
+        """Reads records `locals_` (codec "none") straight into the writable buffer `out`
+        at `positions` and checks each one's crc32 there. Records that follow each other
+        in the file (or nearly: gaps up to _GAP_SINK are read into a scratch buffer)
+        share one preadv, each landing where it belongs: no copy besides the read."""
+        entries = sorted((_ENTRY.unpack_from(self.index, i * _ENTRY.size), pos, i)
+                         for pos, i in zip(positions, locals_))
+        sink = None
+        iov, start, end = [], None, None
+        for n, ((offset, length, crc), pos, i) in enumerate(entries):
+            if iov and (offset < end or offset - end > _GAP_SINK or len(iov) >= _IOV_MAX):
+                self._preadv_exactly(iov, start, end)
+                iov = []
+            if not iov:
+                start = end = offset
+            elif offset > end:
+                if sink is None:
+                    sink = memoryview(bytearray(_GAP_SINK))
+                iov.append(sink[:offset - end])
+            iov.append(out[pos:pos + length])
+            end = offset + length
+        if iov:
+            self._preadv_exactly(iov, start, end)
+        for (offset, length, crc), pos, i in entries:
+            if zlib.crc32(out[pos:pos + length]) != crc:
+                raise self._bad("corrupted: record %d fails its crc32" % i)
+
+    def _preadv_exactly(self, iov, start, end):
+        got = _preadv(self._fd, iov, start)
+        if got < end - start:  # a short read: finish it one buffer at a time
+            pos = start
+            for buf in iov:
+                n = len(buf)
+                done = min(n, max(0, got - (pos - start)))
+                while done < n:
+                    more = _preadv(self._fd, [buf[done:]], pos + done)
+                    if not more:
+                        raise self._bad("torn: records are cut short")
+                    done += more
+                pos += n
+
     def close(self):
         if self._fd >= 0:
             os.close(self._fd)
@@ -292,6 +335,86 @@ class ShardReader:
             self.close()
         except Exception:
             pass
+
+
+def _preadv(fd, buffers, offset):
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, buffers, offset)
+    got = 0
+    for buf in buffers:  # no preadv (macOS before 11): pread and copy
+        data = os.pread(fd, len(buf), offset + got)
+        buf[:len(data)] = data
+        got += len(data)
+        if len(data) < len(buf):
+            break
+    return got
+
+
+def _grown(buffer, size):
+    """`buffer` (a bytearray) when it can take `size` bytes and nothing else holds a view
+    of it, else a new bytearray: a batch never overwrites memory someone still reads."""
+    if buffer is not None and len(buffer) >= size:
+        try:
+            buffer.append(0)  # a bytearray cannot change size while a view of it exists
+            del buffer[-1]
+            return buffer
+        except BufferError:
+            pass
+    buffer = bytearray(max(size, 1))
+    buffer.append(0)  # once: the spare room makes the check above cost no copy
+    del buffer[-1]
+    return buffer
+
+
+class RecordBatch:
+    """The records of one batch back to back in one buffer, in the order asked for.
+
+    data: a writable memoryview of all the bytes; offsets, lengths: lists of ints,
+    record k is data[offsets[k]:offsets[k] + lengths[k]] (also batch[k], a memoryview,
+    no copy). A decode_batch can turn all of them into arrays at once (numpy.frombuffer
+    over data, then gathers), without Python work per record. The memory is reused by a
+    later batch only once no view of it is left, so keeping one is safe (but holds the
+    whole batch's bytes).
+    """
+
+    __slots__ = ("buffer", "data", "offsets", "lengths")
+
+    def __init__(self, buffer, offsets, lengths):
+        self.buffer = buffer
+        total = offsets[-1] + lengths[-1] if offsets else 0
+        self.data = memoryview(buffer)[:total]
+        self.offsets = offsets
+        self.lengths = lengths
+
+    def __len__(self):
+        return len(self.offsets)
+
+    def __getitem__(self, k):
+        o = self.offsets[k]
+        return self.data[o:o + self.lengths[k]]
+
+    def __iter__(self):
+        return (self.data[o:o + n] for o, n in zip(self.offsets, self.lengths))
+
+    def release(self):
+        """Drops this batch's own views, so its buffer can be reused."""
+        self.data.release()
+
+
+def pack_records(records, buffer=None):
+    """A RecordBatch holding copies of `records` (bytes-like), for datasets that have
+    no read_batch of their own."""
+    lengths = [len(r) for r in records]
+    offsets, total = [], 0
+    for n in lengths:
+        offsets.append(total)
+        total += n
+    buffer = _grown(buffer, total)
+    out = memoryview(buffer)
+    for o, r in zip(offsets, records):
+        out[o:o + len(r)] = r
+    out.release()
+    return RecordBatch(buffer, offsets, lengths)
 
 
 class ShardDataset:
@@ -387,6 +510,33 @@ class ShardDataset:
             for (pos, _), rec in zip(items, self.reader(j).read_many([k for _, k in items])):
                 out[pos] = rec
         return out
+
+    def read_batch(self, indices, buffer=None):
+        """The records at these global indices as one RecordBatch. Uncompressed records
+        are read straight into its buffer (Linux: preadv, several records per call where
+        they are close in the file) and checked there: no bytes object per record.
+        buffer: a bytearray from an earlier RecordBatch (its .buffer) to reuse."""
+        if self.codec != "none":
+            return pack_records(self.read_many(indices), buffer)
+        lengths, offsets, by_shard = [], [], {}
+        total = 0
+        for i in indices:
+            j, k = self.locate(i)
+            n = _ENTRY.unpack_from(self.reader(j).index, k * _ENTRY.size)[1]
+            lengths.append(n)
+            offsets.append(total)
+            ks, os_ = by_shard.setdefault(j, ([], []))
+            ks.append(k)
+            os_.append(total)
+            total += n
+        buffer = _grown(buffer, total)
+        out = memoryview(buffer)
+        try:
+            for j, (ks, os_) in by_shard.items():
+                self.reader(j)._read_into(ks, out, os_)
+        finally:
+            out.release()
+        return RecordBatch(buffer, offsets, lengths)
 
     def close(self):
         for r in self._readers.values():

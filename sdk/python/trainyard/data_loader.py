@@ -13,12 +13,13 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 import traceback
 import weakref
 
 from . import runtime
-from .data_format import DataError
+from .data_format import DataError, pack_records
 
 STATE_FORMAT = "trainyard-data"
 _PR_SET_PDEATHSIG = 1
@@ -190,6 +191,34 @@ def _work(dataset, decode, collate, indices):
     return collate([decode(r) for r in records])
 
 
+class _BatchWork:
+    """decode_batch(RecordBatch) per batch; each worker thread or process reads into a
+    buffer of its own that it reuses from batch to batch (RecordBatch says when not)."""
+
+    def __init__(self, dataset, decode_batch):
+        read_batch = getattr(dataset, "read_batch", None)
+        if read_batch is None:
+            read_many = getattr(dataset, "read_many", None) or (
+                lambda idx: [dataset[i] for i in idx])
+
+            def read_batch(indices, buffer=None):
+                return pack_records(read_many(indices), buffer)
+        self.read_batch = read_batch
+        self.decode_batch = decode_batch
+        self._local = threading.local()  # fork copies it: each process has its own
+
+    def __call__(self, indices):
+        batch = self.read_batch(indices, getattr(self._local, "buffer", None))
+        self._local.buffer = batch.buffer
+        try:
+            return self.decode_batch(batch)
+        finally:
+            try:
+                batch.release()
+            except BufferError:  # decode_batch kept a view: the buffer is not reused
+                self._local.buffer = None
+
+
 def _identity(x):
     return x
 
@@ -242,13 +271,166 @@ class _ThreadPool:
         self.ex.shutdown(wait=True)
 
 
-def _process_main(conn, fn):
+_SHM_MIN = 4096  # arrays smaller than this travel pickled
+
+
+class _Shm:
+    """Where an array of a batch lies in a worker's shared memory: its bytes at
+    `offset`, and how to rebuild it."""
+
+    __slots__ = ("offset", "nbytes", "dtype", "shape", "torch")
+
+    def __init__(self, offset, nbytes, dtype, shape, torch):
+        self.offset, self.nbytes, self.dtype, self.shape, self.torch = (
+            offset, nbytes, dtype, shape, torch)
+
+    def __getstate__(self):
+        return (self.offset, self.nbytes, self.dtype, self.shape, self.torch)
+
+    def __setstate__(self, state):
+        self.offset, self.nbytes, self.dtype, self.shape, self.torch = state
+
+
+class _SharedOut:
+    """A worker's side of its result memory: a memfd the parent also holds (fork
+    inherits it), in `slots` slots used in turn, one per result. The arrays of a batch
+    (numpy arrays, CPU torch tensors, in tuples, lists and dicts) are copied into the
+    result's slot and only their places are pickled: one copy in, one copy out in the
+    parent, instead of a new shared-memory file per tensor and its descriptor passed
+    over a socket (torch's way, which costs about a millisecond per batch). A slot is
+    reused `slots` results later, when the parent has long copied it out (it holds at
+    most prefetch + 1 results of one worker); a batch larger than the slots makes them
+    larger, in a new region at the end of the file."""
+
+    def __init__(self, fd, slots):
+        self.fd = fd
+        self.slots = slots
+        self.slot_size = 0
+        self.base = 0  # where the current region of slots begins in the file
+        self.count = 0
+        self.map = None
+
+    def pack(self, batch):
+        arrays = []
+        size = [0]
+
+        def collect(obj):
+            torch = sys.modules.get("torch")
+            numpy = sys.modules.get("numpy")
+            if torch is not None and isinstance(obj, torch.Tensor):
+                if (obj.device.type == "cpu" and not obj.requires_grad and not obj.is_sparse
+                        and obj.numel() * obj.element_size() >= _SHM_MIN):
+                    return self._place(obj, True, arrays, size)
+                return obj
+            if numpy is not None and isinstance(obj, numpy.ndarray):
+                if obj.dtype.hasobject or obj.nbytes < _SHM_MIN:
+                    return obj
+                return self._place(obj, False, arrays, size)
+            if isinstance(obj, dict):
+                return {k: collect(v) for k, v in obj.items()}
+            if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+                return type(obj)(collect(v) for v in obj)
+            return obj
+
+        layout = collect(batch)
+        if not arrays:
+            return None
+        need = size[0]
+        if need > self.slot_size:
+            self._grow(need)
+        start = self.base + (self.count % self.slots) * self.slot_size
+        self.count += 1
+        for ref, obj in arrays:
+            ref.offset += start
+            self._write(ref, obj)
+        return layout
+
+    def _place(self, obj, is_torch, arrays, size):
+        nbytes = obj.numel() * obj.element_size() if is_torch else obj.nbytes
+        ref = _Shm(size[0], nbytes, obj.dtype if is_torch else obj.dtype.str,
+                   tuple(obj.shape), is_torch)
+        size[0] += (nbytes + 63) // 64 * 64
+        arrays.append((ref, obj))
+        return ref
+
+    def _grow(self, need):
+        import mmap
+        self.slot_size = (need * 5 // 4 + (1 << 20) - 1) >> 20 << 20
+        self.base = os.fstat(self.fd).st_size
+        end = self.base + self.slots * self.slot_size
+        os.ftruncate(self.fd, end)
+        if self.map is not None:
+            self.map.close()
+        self.map = mmap.mmap(self.fd, end)
+        self.count = 0
+
+    def _write(self, ref, obj):
+        if ref.torch:
+            torch = sys.modules["torch"]
+            src = obj.detach().contiguous().reshape(-1).view(torch.uint8)
+            torch.frombuffer(self.map, dtype=torch.uint8, count=ref.nbytes,
+                             offset=ref.offset).copy_(src)
+        else:
+            numpy = sys.modules["numpy"]
+            dst = numpy.frombuffer(self.map, dtype=numpy.uint8, count=ref.nbytes,
+                                   offset=ref.offset)
+            dst[...] = numpy.ascontiguousarray(obj).reshape(-1).view(numpy.uint8)
+
+
+class _SharedIn:
+    """The parent's side of a worker's result memory: copies a batch's arrays out."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.map = None
+
+    def unpack(self, layout):
+        def build(obj):
+            if isinstance(obj, _Shm):
+                return self._copy(obj)
+            if isinstance(obj, dict):
+                return {k: build(v) for k, v in obj.items()}
+            if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+                return type(obj)(build(v) for v in obj)
+            return obj
+        return build(layout)
+
+    def _copy(self, ref):
+        import mmap
+        if self.map is None or len(self.map) < ref.offset + ref.nbytes:
+            if self.map is not None:
+                self.map.close()
+            self.map = mmap.mmap(self.fd, os.fstat(self.fd).st_size)
+        if ref.torch:
+            torch = sys.modules["torch"]
+            out = torch.empty(ref.nbytes, dtype=torch.uint8)
+            out.copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=ref.nbytes,
+                                       offset=ref.offset))
+            return out.view(ref.dtype).reshape(ref.shape)
+        numpy = sys.modules["numpy"]
+        return numpy.frombuffer(self.map, dtype=numpy.dtype(ref.dtype), offset=ref.offset,
+                                count=ref.nbytes // numpy.dtype(ref.dtype).itemsize
+                                ).reshape(ref.shape).copy()
+
+    def close(self):
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        os.close(self.fd)
+
+
+def _process_main(conn, fn, shm=None):
     """A forked worker: batches in, results out, in order; dies with its parent."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: a parent's SIGKILL may orphan it
         pass
     runtime.ignore_notice_signals()  # the main process acts on the notice (runtime.py)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # As DataLoader's workers do: one intra-op thread each, so that n workers do not
+        # run n thread pools the size of the machine against each other.
+        torch.set_num_threads(1)
     while True:
         try:
             msg = conn.recv()
@@ -258,7 +440,9 @@ def _process_main(conn, fn):
             return
         b, indices = msg
         try:
-            out = ("ok", b, fn(indices))
+            batch = fn(indices)
+            layout = shm.pack(batch) if shm is not None else None
+            out = ("ok", b, batch) if layout is None else ("shm", b, layout)
         except Exception as e:
             out = ("err", b, "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
         conn.send(out)
@@ -267,23 +451,27 @@ def _process_main(conn, fn):
 class _ProcessPool:
     """Forked processes; batch b goes to worker b % n, which answers in order.
 
-    Results travel through a socket pair pickled by multiprocessing's
-    ForkingPickler, so torch tensors in a batch go through shared memory as in
-    DataLoader. A worker blocks while its socket is full: memory stays bounded.
+    Results travel through a socket pair, their arrays through a shared memory file
+    per worker (_SharedOut; Linux), else pickled by multiprocessing's ForkingPickler
+    (torch tensors then go through shared memory as in DataLoader). A worker blocks
+    while its socket is full: memory stays bounded.
     """
 
-    def __init__(self, fn, workers):
+    def __init__(self, fn, workers, prefetch=2):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
-        self.conns, self.procs = [], []
+        self.conns, self.procs, self.shared = [], [], []
         for _ in range(workers):
             mine, theirs = ctx.Pipe(duplex=True)
-            p = ctx.Process(target=_process_main, args=(theirs, fn), daemon=True,
+            fd = os.memfd_create("trainyard-data") if hasattr(os, "memfd_create") else None
+            out = _SharedOut(fd, prefetch + 2) if fd is not None else None
+            p = ctx.Process(target=_process_main, args=(theirs, fn, out), daemon=True,
                             name="trainyard-data")
             p.start()
             theirs.close()
             self.conns.append(mine)
             self.procs.append(p)
+            self.shared.append(_SharedIn(fd) if fd is not None else None)
         self.outstanding = [0] * workers
         self.pending = set()
 
@@ -313,6 +501,8 @@ class _ProcessPool:
             raise DataError("loader worker %d answered batch %d for %d" % (w, got, b))
         if kind == "err":
             raise DataError("loader worker %d failed on batch %d: %s" % (w, b, value))
+        if kind == "shm":
+            return self.shared[w].unpack(value)
         return value
 
     def drain(self):
@@ -333,7 +523,10 @@ class _ProcessPool:
             if p.is_alive():
                 p.kill()
                 p.join()
-        self.conns, self.procs = [], []
+        for shared in self.shared:
+            if shared is not None:
+                shared.close()
+        self.conns, self.procs, self.shared = [], [], []
 
 
 def close_at_exit(loader):
