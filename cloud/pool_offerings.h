@@ -25,10 +25,11 @@ struct PoolOfferings {
 // others at on-demand. Zones: the pool's own list in its order, else every zone of the region
 // (or of every region) sold at a price, cheapest first. Errors name the pool and what the
 // catalog does sell, so the fix is obvious.
-// With `throughputs`, also sets pool.relative_throughput for `job_type` (measured or estimated;
-// left at 1 when the table knows neither the job type nor the accelerator).
+// With `throughputs` (null: rank by price alone), also sets pool.relative_throughput for
+// `job_type` (measured or estimated; left at 1 when the table knows neither the job type nor the
+// accelerator). Both drivers pass the table they rank by, so they rank pools alike.
 util::Result<PoolOfferings> resolve_pool(std::span<const Offering> offerings, model::Pool& pool,
-                                         const ThroughputTable* throughputs = nullptr,
+                                         const ThroughputTable* throughputs,
                                          std::string_view job_type = kDefaultJobType);
 
 }  // namespace trainyard::cloud

@@ -130,7 +130,7 @@ class CapacityParser {
     TY_RETURN_IF_ERROR(
         only_keys(n, "capacity",
                   {"provider", "catalog", "seed", "interruptionRatePerHour", "provisioningDelay",
-                   "noticeSeconds", "zoneBackoff", "spotFallbackWait", "pools"}));
+                   "noticeSeconds", "zoneBackoff", "spotFallbackWait", "throughputs", "pools"}));
     CapacityConfig& c = out.capacity;
     if (const auto p = n["provider"]) {
       TY_ASSIGN_OR_RETURN(const std::string name, str(p, "capacity.provider"));
@@ -140,6 +140,13 @@ class CapacityParser {
     }
     if (const auto p = n["catalog"]) {
       TY_ASSIGN_OR_RETURN(c.catalog, str(p, "capacity.catalog"));
+    }
+    if (const auto p = n["throughputs"]) {
+      if (!p.IsScalar())
+        return error(p,
+                     "capacity.throughputs must be a path to Gavel's simulation_throughputs.json, "
+                     "or \"\" to rank pools by price alone");
+      c.throughputs = p.Scalar();
     }
     if (const auto p = n["seed"]) {
       TY_ASSIGN_OR_RETURN(const int64_t seed, integer(p, "capacity.seed", 0, INT64_MAX));

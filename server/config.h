@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/credentials.h"
@@ -36,6 +37,9 @@ struct TelemetryConfig {
 // on this machine as synthetic GPUs, so the whole capacity loop runs without a cloud account.
 enum class CapacityProvider { Static, SimCloud };
 
+inline constexpr std::string_view kDefaultThroughputs =
+    "../shared/traces/gavel/simulation_throughputs.json";
+
 struct CapacityConfig {
   CapacityProvider provider = CapacityProvider::Static;
   std::string catalog = "../shared/catalog";  // SkyPilot-format price CSVs (+ Spot Advisor)
@@ -48,8 +52,11 @@ struct CapacityConfig {
   std::optional<util::Duration> notice;  // overrides each provider's interruption notice lead
   // After a reclaim in a zone, the pool buys elsewhere for this long.
   util::Duration zone_backoff = std::chrono::minutes(10);
-  // After a spot request failed for want of capacity, no spot request for this long.
+  // After a spot request failed for want of capacity, no request in that zone for this long.
   util::Duration spot_unavailable_backoff = std::chrono::minutes(5);
+  // Gavel's simulation_throughputs.json: the autoscaler ranks pools by price per unit of work,
+  // as the simulator does. nullopt: kDefaultThroughputs when that file exists; "": by price.
+  std::optional<std::string> throughputs;
   std::vector<model::Pool> pools;  // cloud pools (autoscaled); resolved against the catalog
 };
 

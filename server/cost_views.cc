@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "drive/cost_share.h"
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "server/control_plane.h"
@@ -58,15 +59,6 @@ store::CostRecordRow to_row(const cloud::CostRecord& r) {
           .lost_gpu_time = r.lost_gpu_time,
           .lost_cost_units = units_text(r.lost_cost),
           .interruption = r.interruption};
-}
-
-// The milli-GPUs one assignment holds: its fraction, a whole GPU, or a MIG slice's compute.
-int64_t held_milli(const LocalNode& node, const sched::Assignment& a) {
-  if (a.gpu_idx < 0) return 0;
-  if (a.mig_profile < 0) return a.milli > 0 ? a.milli : 1000;
-  const auto* acc = model::find_accelerator(node.node.gpu_model);
-  if (acc == nullptr || a.mig_profile >= static_cast<int>(acc->mig_profiles.size())) return 0;
-  return acc->mig_profiles[a.mig_profile].compute_slices * 1000 / 7;
 }
 
 // Start of the budget period containing `now`: the UTC day or month.
@@ -141,7 +133,7 @@ void ControlPlane::update_cost_shares() {
     for (const auto& a : job.placement) {
       if (a.node_idx < 0 || a.node_idx >= static_cast<int>(nodes_.size())) continue;
       const LocalNode& node = nodes_[a.node_idx];
-      const int64_t milli = held_milli(node, a);
+      const int64_t milli = drive::held_milli(model::find_accelerator(node.node.gpu_model), a);
       if (milli <= 0) continue;
       auto& share = held[node.node.name][std::to_string(id.value())];
       share.job = std::to_string(id.value());
@@ -177,7 +169,8 @@ util::Duration ControlPlane::record_lost_work(const ActiveJob& job, util::Time n
   std::map<int, int64_t> milli_by_node;
   for (const auto& a : job.placement) {
     if (a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()))
-      milli_by_node[a.node_idx] += held_milli(nodes_[a.node_idx], a);
+      milli_by_node[a.node_idx] +=
+          drive::held_milli(model::find_accelerator(nodes_[a.node_idx].node.gpu_model), a);
   }
   for (const auto& [idx, milli] : milli_by_node) {
     const std::string& node = nodes_[idx].node.name;

@@ -11,6 +11,7 @@
 #include "cloud/pool_offerings.h"
 #include "cloud/simcloud.h"
 #include "cloud/spot_advisor.h"
+#include "drive/zone_backoff.h"
 #include "model/accelerator.h"
 #include "sched/snapshot_builder.h"
 #include "util/log.h"
@@ -53,14 +54,16 @@ std::string_view fleet_node_state_name(FleetNodeState s) {
   return "unknown";
 }
 
-util::Result<std::vector<FleetPool>> Fleet::resolve_pools(const std::vector<model::Pool>& pools,
-                                                          std::span<const cloud::Offering> offs) {
+util::Result<std::vector<FleetPool>> Fleet::resolve_pools(
+    const std::vector<model::Pool>& pools, std::span<const cloud::Offering> offs,
+    const cloud::ThroughputTable* throughputs) {
   std::vector<FleetPool> out;
   for (const model::Pool& p : pools) {
     FleetPool fp;
     fp.pool = p;
     // The simulator resolves pools the same way, so both buy the same machines at one price.
-    TY_ASSIGN_OR_RETURN(const cloud::PoolOfferings where, cloud::resolve_pool(offs, fp.pool));
+    TY_ASSIGN_OR_RETURN(const cloud::PoolOfferings where,
+                        cloud::resolve_pool(offs, fp.pool, throughputs));
     for (size_t z = 0; z < where.offering.size(); ++z) {
       fp.zones.push_back({.name = z < where.zones.size() ? where.zones[z] : "",
                           .offering = where.offering[z],
@@ -87,7 +90,16 @@ util::Result<std::unique_ptr<Fleet>> Fleet::open(const CapacityConfig& config,
         "capacity.catalog: no offerings in {}; point it at a folder of <provider>_*.csv price "
         "catalogs (the repository's ../shared/catalog)",
         config.catalog));
-  TY_ASSIGN_OR_RETURN(auto pools, resolve_pools(config.pools, catalog.offerings));
+  std::optional<cloud::ThroughputTable> throughputs;
+  const std::string table = config.throughputs.value_or(std::string(kDefaultThroughputs));
+  if (!table.empty() && (config.throughputs || std::filesystem::exists(table))) {
+    auto loaded = cloud::ThroughputTable::load_gavel(table);
+    if (!loaded.is_ok())
+      return util::invalid_argument("capacity.throughputs: " + loaded.status().message());
+    throughputs = std::move(*loaded);
+  }
+  TY_ASSIGN_OR_RETURN(auto pools, resolve_pools(config.pools, catalog.offerings,
+                                                throughputs ? &*throughputs : nullptr));
   cloud::SpotAdvisor advisor;
   const auto advisor_path = std::filesystem::path(config.catalog) / "aws_spot_advisor_gpu.csv";
   if (!config.interruption_rate_per_hour && std::filesystem::exists(advisor_path)) {
@@ -159,8 +171,7 @@ std::vector<FleetEvent> Fleet::poll() {
         if (n.state == FleetNodeState::Noticed || n.state == FleetNodeState::Releasing) continue;
         n.state = FleetNodeState::Noticed;
         n.deadline = e.deadline;
-        // The replacement should come from elsewhere: capacity here is being taken back.
-        if (n.zone >= 0) pool.zones[n.zone].blocked_until = now + config_.zone_backoff;
+        drive::block_zone(pool, n.zone, now + config_.zone_backoff);
         ++pool.interruptions;
         fe.kind = FleetEvent::Kind::Notice;
         fe.deadline = e.deadline;
@@ -171,7 +182,7 @@ std::vector<FleetEvent> Fleet::poll() {
         fe.reason = e.reason;
         if (fe.reclaimed && n.state != FleetNodeState::Noticed) {
           // Taken without a notice (none reached us): count and block as for a notice.
-          if (n.zone >= 0) pool.zones[n.zone].blocked_until = now + config_.zone_backoff;
+          drive::block_zone(pool, n.zone, now + config_.zone_backoff);
           ++pool.interruptions;
         }
         nodes_.erase(it);
@@ -179,8 +190,7 @@ std::vector<FleetEvent> Fleet::poll() {
       case cloud::ProviderEventKind::RequestFailed:
         fe.kind = FleetEvent::Kind::Failed;
         fe.reason = e.reason;
-        if (pool.pool.kind == model::PoolKind::Spot)
-          pool.unavailable_until = now + config_.spot_unavailable_backoff;
+        drive::refuse_zone(pool, n.zone, now, config_.spot_unavailable_backoff);
         nodes_.erase(it);
         break;
     }
@@ -258,7 +268,7 @@ util::Status Fleet::force_interruption(const std::string& node) {
   n->state = FleetNodeState::Noticed;
   n->forced = true;
   n->deadline = now + notice_for(pool.pool.provider);
-  if (n->zone >= 0) pool.zones[n->zone].blocked_until = now + config_.zone_backoff;
+  drive::block_zone(pool, n->zone, now + config_.zone_backoff);
   ++pool.interruptions;
   forced_[n->request] = n->deadline;
   injected_.push_back({.kind = FleetEvent::Kind::Notice,
@@ -285,6 +295,7 @@ LocalNode Fleet::local_node(const FleetNode& n, util::NodeId id) const {
   out.node.gpu_count = fp.pool.gpus_per_node;
   out.node.cpu = fp.pool.cpu;
   out.node.memory = fp.pool.memory;
+  out.node.mig_enabled = fp.pool.mig_enabled;
   out.node.labels = fp.pool.labels;
   out.node.labels[model::kLabelPool] = fp.pool.name;
   if (!out.zone.empty()) out.node.labels["topology.kubernetes.io/zone"] = out.zone;

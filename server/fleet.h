@@ -2,8 +2,9 @@
 // control plane's clock), the cloud pools resolved against the price catalog, and every node
 // bought: requests -> provisioning -> ready -> (interruption notice) -> gone. The control plane
 // polls it every reconcile cycle, turns ready nodes into LocalNodes, and hands it the plan's
-// scale-ups and releases. Zones reclaimed recently and spot capacity that ran out are kept here
-// and shown to the autoscaler through the snapshot's pools.
+// scale-ups and releases. Zones that reclaimed a node or refused a request recently are kept
+// here (drive/zone_backoff.h, as in the simulator) and shown to the autoscaler through the
+// snapshot's pools.
 // Not thread-safe: the control plane calls it under its mutex.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "cloud/provider.h"
+#include "cloud/throughput.h"
 #include "sched/plan.h"
 #include "sched/snapshot.h"
 #include "server/config.h"
@@ -30,10 +32,10 @@ struct FleetPool {
     std::string name;     // empty when the provider has no zones (the region is the place)
     size_t offering = 0;  // index into the provider's offerings()
     double price_per_hour = 0;
-    util::Time blocked_until{};  // after a reclaim here
+    util::Time blocked_until{};  // after a reclaim or a refused request here
   };
   std::vector<Zone> zones;
-  util::Time unavailable_until{};  // spot ran out
+  util::Time unavailable_until{};  // every zone refused a request
   int interruptions = 0;           // reclaims seen since the server started
 };
 
@@ -73,8 +75,10 @@ class Fleet {
                                                    const util::Clock& clock);
   // Each pool's zones and price from the offerings that match its provider, instance type,
   // region and zones (purchase by pool kind). Region empty: the cheapest region that sells it.
-  static util::Result<std::vector<FleetPool>> resolve_pools(const std::vector<model::Pool>& pools,
-                                                            std::span<const cloud::Offering> offs);
+  // With `throughputs`, its GPU's speed too, so that pools rank by price per unit of work.
+  static util::Result<std::vector<FleetPool>> resolve_pools(
+      const std::vector<model::Pool>& pools, std::span<const cloud::Offering> offs,
+      const cloud::ThroughputTable* throughputs);
   // With a given provider and resolved pools (tests).
   Fleet(const CapacityConfig& config, std::vector<FleetPool> pools, cloud::ProviderPtr provider,
         const util::Clock& clock);

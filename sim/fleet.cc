@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "drive/zone_backoff.h"
 #include "sched/autoscale.h"
 #include "sched/snapshot_builder.h"
 
@@ -112,26 +113,14 @@ util::Result<bool> Fleet::poll(Time now,
         req.done = true;
         ++refusals_;
         --pool.provisioning;
-        // Out of capacity in this zone: try the others; the pool is out when all of them are.
-        if (req.zone >= 0 && req.zone < static_cast<int>(pool.zones.size())) {
-          pool.zones[req.zone].blocked_until =
-              std::max(pool.zones[req.zone].blocked_until, e.time + scenario_.spot_retry);
-          Time reopen = Time::max();
-          for (const auto& z : pool.zones) reopen = std::min(reopen, z.blocked_until);
-          if (reopen > e.time) pool.unavailable_until = reopen;
-        } else {
-          pool.unavailable_until = e.time + scenario_.spot_retry;
-        }
+        drive::refuse_zone(pool, req.zone, e.time, scenario_.spot_retry);
         changed = true;
         break;
       case cloud::ProviderEventKind::InterruptionNotice: {
         if (req.node_idx < 0) break;
         ++interruptions_;
         ++pools_[req.pool].interruptions;
-        // The replacement goes elsewhere: this zone just showed it is short of capacity.
-        if (req.zone >= 0 && req.zone < static_cast<int>(pool.zones.size())) {
-          pool.zones[req.zone].blocked_until = e.time + scenario_.zone_backoff;
-        }
+        drive::block_zone(pool, req.zone, e.time + scenario_.zone_backoff);
         snap_.nodes[req.node_idx].schedulable = false;
         on_reclaim({req.node_idx, e.deadline});
         changed = true;

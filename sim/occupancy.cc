@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "drive/cost_share.h"
+
 namespace trainyard::sim {
 
 Occupancy::Occupancy(const sched::Snapshot& snap) : snap_(&snap), nodes_(snap.nodes.size()) {
@@ -27,10 +29,7 @@ void Occupancy::remove_node(int idx) {
 }
 
 int64_t Occupancy::share(const sched::Assignment& a) const {
-  if (a.gpu_idx < 0) return 0;
-  if (a.mig_profile < 0) return a.milli;
-  const auto* accel = snap_->accelerators[snap_->nodes[a.node_idx].gpu_model];
-  return accel->mig_profiles[a.mig_profile].compute_slices * model::kMilliPerGpu / 7;
+  return drive::held_milli(*snap_, a);
 }
 
 util::Status Occupancy::take(const sched::SnapshotJob& job,

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "drive/cost_share.h"
 #include "sched/decayed_usage.h"
 #include "sched/invariants.h"
 #include "sched/plan.h"
@@ -530,7 +531,7 @@ class Simulation {
     for (const auto& a : placement) {
       if (static_cast<size_t>(a.node_idx) >= node_jobs_.size()) node_jobs_.resize(a.node_idx + 1);
       auto& list = node_jobs_[a.node_idx];
-      const int64_t milli = a.gpu_idx < 0 ? 0 : (a.milli > 0 ? a.milli : model::kMilliPerGpu);
+      const int64_t milli = drive::held_milli(snap_, a);
       auto it =
           std::find_if(list.begin(), list.end(), [&](const auto& p) { return p.first == idx; });
       if (sign > 0) {
@@ -564,7 +565,7 @@ class Simulation {
     const auto& placement = snap_.jobs[j.snap_idx].placement;
     std::vector<std::pair<int, int64_t>> per_node;
     for (const auto& a : placement) {
-      const int64_t milli = a.gpu_idx < 0 ? 0 : (a.milli > 0 ? a.milli : model::kMilliPerGpu);
+      const int64_t milli = drive::held_milli(snap_, a);
       auto it = std::find_if(per_node.begin(), per_node.end(),
                              [&](const auto& p) { return p.first == a.node_idx; });
       if (it == per_node.end()) {

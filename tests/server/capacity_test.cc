@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cloud/catalog.h"
+#include "cloud/simcloud.h"
 #include "fake_executor.h"
 #include "sched/snapshot.h"
 #include "server/config.h"
@@ -24,7 +26,8 @@ constexpr const char* kCatalog =
     "AvailabilityZone\n"
     "p3.2xlarge,V100,1.0,8.0,61.0,3.06,0.50,us-east-1,use1-az1\n"
     "p3.2xlarge,V100,1.0,8.0,61.0,3.06,0.60,us-east-1,use1-az2\n"
-    "p3.2xlarge,V100,1.0,8.0,61.0,3.06,0.70,us-east-1,use1-az3\n";
+    "p3.2xlarge,V100,1.0,8.0,61.0,3.06,0.70,us-east-1,use1-az3\n"
+    "p4.test,A100-80GB,1.0,12.0,85.0,4.10,1.20,us-east-1,use1-az1\n";
 
 std::string capacity_yaml(const std::filesystem::path& catalog) {
   return "capacity:\n"
@@ -201,6 +204,74 @@ TEST_F(CapacityTest, SimcloudReclaimGivesANoticeWithItsDeadlineAndBlocksTheZone)
   EXPECT_GT(f.pools()[0].zones[1].blocked_until, clock_.now());
   EXPECT_EQ(f.pools()[0].zones[0].blocked_until, util::Time{});
   EXPECT_EQ(f.pools()[0].interruptions, 1);
+}
+
+TEST_F(CapacityTest, ARefusedSpotRequestBlocksItsZoneAndThePoolOnlyOnceEveryZoneRefused) {
+  ServerConfig c = config();
+  auto catalog = cloud::load_catalog((dir_ / "catalog").string());
+  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  auto pools = Fleet::resolve_pools(c.capacity.pools, catalog->offerings, nullptr);
+  ASSERT_TRUE(pools.is_ok()) << pools.status().to_string();
+  cloud::SimCloudOptions no_spot;
+  no_spot.default_spot_capacity = 0;  // every spot request is refused
+  Fleet f(c.capacity, std::move(*pools),
+          cloud::make_simcloud(catalog->offerings, {}, no_spot, clock_), clock_);
+  ASSERT_EQ(f.pools()[0].zones.size(), 3u);
+  const util::Time first = clock_.now() + util::seconds(1);
+  for (int zone = 0; zone < 3; ++zone) {
+    ASSERT_EQ(f.scale_up({.pool = 0, .zone = zone, .nodes = 1}).size(), 1u);
+    clock_.advance_to(clock_.now() + util::seconds(1));
+    const auto events = f.poll();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, FleetEvent::Kind::Failed);
+    sched::Snapshot snap;
+    f.add_pools(snap);
+    const sched::SnapshotPool& p = snap.pools[0];
+    // The refused zone waits; the pool is out only once no zone is left to try.
+    EXPECT_EQ(p.zones[zone].blocked_until, clock_.now() + c.capacity.spot_unavailable_backoff);
+    if (zone < 2) {
+      EXPECT_EQ(p.zones[zone + 1].blocked_until, util::Time{});
+      EXPECT_EQ(p.unavailable_until, util::Time{}) << "after zone " << zone;
+    } else {
+      EXPECT_EQ(p.unavailable_until, first + c.capacity.spot_unavailable_backoff);
+    }
+  }
+}
+
+TEST_F(CapacityTest, PoolsRankByPricePerUnitOfWorkAsInTheSimulator) {
+  // An A100 node costs more per hour than a V100 one (4.10 against 3.06 $) but does about 2.4
+  // times the work: ranked by Gavel's table the A100 pool is bought, by price the V100 one.
+  const std::string gavel =
+      std::string(TY_SHARED_DIR) + "/traces/gavel/simulation_throughputs.json";
+  for (const bool by_work : {true, false}) {
+    const std::string table = by_work ? gavel : "\"\"";
+    auto c = parse_server_config(
+        "capacity:\n  provider: simcloud\n  catalog: " + (dir_ / "catalog").string() +
+            "\n  interruptionRatePerHour: 0\n  provisioningDelay: 5\n  throughputs: " + table +
+            "\n  pools:\n"
+            "    - {name: v100, provider: aws, instanceType: p3.2xlarge, region: us-east-1, "
+            "maxNodes: 1}\n"
+            "    - {name: a100, provider: aws, instanceType: p4.test, region: us-east-1, "
+            "maxNodes: 1}\n",
+        "c.yaml");
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    plane_.reset();
+    auto p =
+        ControlPlane::open({.state_dir = dir_ / (by_work ? "by-work" : "by-price"), .config = *c},
+                           ControlPlane::nodes_from_devices({}), exec_, clock_);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    plane_ = std::move(*p);
+    ASSERT_TRUE(plane_
+                    ->submit("apiVersion: trainyard.dev/v1\nkind: Job\nmetadata: {name: t}\n"
+                             "spec:\n  template:\n    command: [train]\n"
+                             "    resources: {limits: {nvidia.com/gpu: 1}}\n",
+                             "job.yaml", admin_)
+                    .is_ok());
+    cycle();
+    const auto nodes = cloud_nodes();
+    ASSERT_EQ(nodes.size(), 1u) << plane_->nodes().dump();
+    EXPECT_EQ(nodes[0]["pool"], by_work ? "a100" : "v100") << table;
+  }
 }
 
 TEST_F(CapacityTest, UnknownInstanceTypeIsRefusedWithThePool) {

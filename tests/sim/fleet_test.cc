@@ -181,6 +181,36 @@ TEST(CloudSim, AReclaimedZoneBacksOffSoTheReplacementGoesElsewhere) {
   EXPECT_FALSE(snap.nodes[notices[0].node_idx].schedulable);
 }
 
+TEST(CloudSim, ARefusedSpotRequestBlocksItsZoneAndThePoolOnlyOnceEveryZoneRefused) {
+  CloudScenario s;
+  s.pools = cloud_cluster().pools;
+  s.pools.pop_back();  // spot only
+  s.offerings = offerings();
+  s.simcloud.default_spot_capacity = 0;  // every spot request is refused
+  sched::Snapshot snap;
+  Occupancy occ(snap);
+  auto fleet = Fleet::create(s, snap, occ);
+  ASSERT_TRUE(fleet.is_ok()) << fleet.status().to_string();
+  const sched::SnapshotPool& p = snap.pools[0];
+  ASSERT_EQ(p.zones.size(), 2u);
+  for (int zone = 0; zone < 2; ++zone) {
+    const util::Time t = util::from_seconds(10.0 * (zone + 1));
+    sched::Plan plan;
+    plan.scale_ups.push_back({.pool = 0, .zone = zone, .nodes = 1});
+    ASSERT_TRUE((*fleet)->apply(plan, t).is_ok());
+    ASSERT_TRUE((*fleet)->poll(t, [](const FleetNotice&) {}).is_ok());
+    EXPECT_EQ((*fleet)->refusals(), zone + 1);
+    // The refused zone waits; the pool is out only once no zone is left to try.
+    EXPECT_EQ(p.zones[zone].blocked_until, t + s.spot_retry);
+    if (zone == 0) {
+      EXPECT_EQ(p.zones[1].blocked_until, util::Time{});
+      EXPECT_EQ(p.unavailable_until, util::Time{});
+    } else {
+      EXPECT_EQ(p.unavailable_until, util::from_seconds(10) + s.spot_retry);
+    }
+  }
+}
+
 // One scenario of cloud_cluster() under `o` (offerings and scenario name filled in here).
 SimResult run_one(const Workload& w, CostScenarioOptions o, const std::string& name,
                   util::Duration horizon = util::seconds(60 * 86400)) {
@@ -311,7 +341,7 @@ TEST(CloudSim, PoolsResolveAgainstTheCatalogOrSayWhatItSells) {
   p.kind = model::PoolKind::Spot;
   p.provider = "aws";
   p.instance_type = "p3.2xlarge";
-  auto r = cloud::resolve_pool(offers, p);
+  auto r = cloud::resolve_pool(offers, p, nullptr);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r->zones, (std::vector<std::string>{"z1", "z2"}));
   EXPECT_EQ(p.gpu_model, "V100-16GB");
@@ -328,13 +358,13 @@ TEST(CloudSim, PoolsResolveAgainstTheCatalogOrSayWhatItSells) {
   ASSERT_TRUE(cloud::resolve_pool(offers, q, &table, "job").is_ok());
   EXPECT_DOUBLE_EQ(q.relative_throughput, 2.5);
   p.zones = {"z3"};
-  auto bad_zone = cloud::resolve_pool(offers, p);
+  auto bad_zone = cloud::resolve_pool(offers, p, nullptr);
   ASSERT_FALSE(bad_zone.is_ok());
   EXPECT_NE(bad_zone.status().message().find("zones that do: z1, z2"), std::string::npos)
       << bad_zone.status().message();
   p.zones.clear();
   p.instance_type = "p9.huge";
-  EXPECT_FALSE(cloud::resolve_pool(offers, p).is_ok());
+  EXPECT_FALSE(cloud::resolve_pool(offers, p, nullptr).is_ok());
 }
 
 }  // namespace
