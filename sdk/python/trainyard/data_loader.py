@@ -365,16 +365,15 @@ class _SharedOut:
         self.count = 0
 
     def _write(self, ref, obj):
+        # Plain memory copies on this thread (torch's copy_ would hand a large one to its
+        # intra-op threads, whose waiting costs more than the copy).
         if ref.torch:
             torch = sys.modules["torch"]
-            src = obj.detach().contiguous().reshape(-1).view(torch.uint8)
-            torch.frombuffer(self.map, dtype=torch.uint8, count=ref.nbytes,
-                             offset=ref.offset).copy_(src)
+            src = obj.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
         else:
             numpy = sys.modules["numpy"]
-            dst = numpy.frombuffer(self.map, dtype=numpy.uint8, count=ref.nbytes,
-                                   offset=ref.offset)
-            dst[...] = numpy.ascontiguousarray(obj).reshape(-1).view(numpy.uint8)
+            src = numpy.ascontiguousarray(obj).reshape(-1).view(numpy.uint8)
+        self.map[ref.offset:ref.offset + ref.nbytes] = memoryview(src)
 
 
 class _SharedIn:
@@ -404,13 +403,17 @@ class _SharedIn:
         if ref.torch:
             torch = sys.modules["torch"]
             out = torch.empty(ref.nbytes, dtype=torch.uint8)
-            out.copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=ref.nbytes,
-                                       offset=ref.offset))
-            return out.view(ref.dtype).reshape(ref.shape)
-        numpy = sys.modules["numpy"]
-        return numpy.frombuffer(self.map, dtype=numpy.dtype(ref.dtype), offset=ref.offset,
-                                count=ref.nbytes // numpy.dtype(ref.dtype).itemsize
-                                ).reshape(ref.shape).copy()
+            dst = out.numpy()
+        else:
+            numpy = sys.modules["numpy"]
+            out = numpy.empty(ref.shape, dtype=numpy.dtype(ref.dtype))
+            dst = out.reshape(-1).view(numpy.uint8)
+        whole = memoryview(self.map)
+        try:  # one copy, on this thread
+            memoryview(dst)[:] = whole[ref.offset:ref.offset + ref.nbytes]
+        finally:
+            whole.release()  # no view may outlive a remap of the file
+        return out.view(ref.dtype).reshape(ref.shape) if ref.torch else out
 
     def close(self):
         if self.map is not None:
