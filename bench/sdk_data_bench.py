@@ -5,23 +5,30 @@ each is decoded and lightly transformed (random 32x32 crop, random flip, float
 scaling) into a tensor, and batches are stacked. Contenders, one fresh process
 each, after one warm-up epoch (files are in the page cache for all of them):
 
-  dataloader-files    DataLoader over one file per record
-  dataloader-shards   DataLoader over the same records in trainyard shards
-  trainyard-process   data.Loader, forked workers
-  trainyard-thread    data.Loader, worker threads
+  dataloader-files          DataLoader over one file per record, decode() per record
+  dataloader-shards         DataLoader over the same records in trainyard shards
+  trainyard-process         data.Loader, forked workers, decode_batch(): the same crops,
+                            flips and scaling for a whole RecordBatch with numpy gathers
+                            (checked at start to give decode()'s tensors for the same draws)
+  trainyard-thread          the same with worker threads
+  trainyard-thread-records  data.Loader, worker threads, decode() per record and collate
 
-Prints the median of --runs epochs per contender, the ratios the SDK aims for
-(>= 3x files, >= 1.5x shards) and peak RSS of the main process and of a worker.
+Prints the median of --runs epochs per contender (times --rounds: the contenders take
+turns, so a busy spell on a shared machine hits them all), the ratios the SDK aims for
+(>= 3x files, >= 1.5x shards), the CPU time of the main process and its workers per
+record (steadier than records/s where other work competes for the CPUs) and peak RSS of
+the main process and of a worker.
 
 The first table reads local files from the page cache, where opening a file costs a few
 microseconds. Training data usually sits on a network filesystem or an object store, where
 each open costs a round trip; the second table adds --file-latency-ms (default 2, NFS-like)
-before every open: of each small file (dataloader-files) and of each shard (the three shard
+before every open: of each small file (dataloader-files) and of each shard (the shard
 contenders, which open a few 64 MB shards). It is a sleep, so it costs no CPU, and it is the
 same per open for every contender. All DataLoaders get the same worker count as data.Loader,
 persistent_workers, the default prefetch_factor and pin_memory off (CPU only).
 
     /usr/bin/python3 bench/sdk_data_bench.py            # 4,000 records, ~2-3 min
+    /usr/bin/python3 bench/sdk_data_bench.py --rounds 5 --file-latency-ms 0
     /usr/bin/python3 bench/sdk_data_bench.py --file-latency-ms 0   # local table only
     /usr/bin/python3 bench/sdk_data_bench.py --full     # 100,000 records (~5.5 GB)
 """
