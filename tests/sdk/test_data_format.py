@@ -99,6 +99,9 @@ class FormatTest(unittest.TestCase):
                 self.assertEqual(batch.lengths, [len(r) for r in want])
                 self.assertEqual(batch.offsets[1], len(want[0]))
                 self.assertEqual(bytes(ds.read_batch([]).data), b"")
+                for bad in (500, -1):
+                    with self.assertRaises(IndexError):
+                        ds.read_batch([0, bad])
 
     def test_read_batch_reuses_its_buffer_only_when_no_view_of_it_is_left(self):
         self.write()

@@ -284,16 +284,16 @@ class ShardReader:
                 run.append(entry)
         return out
 
-    def _read_into(self, locals_, out, positions):
-        """Reads records `locals_` (codec "none") straight into the writable buffer `out`
-        at `positions` and checks each one's crc32 there. Records that follow each other
-        in the file (or nearly: gaps up to _GAP_SINK are read into a scratch buffer)
+    def _read_into(self, entries, out):
+        """Reads records (codec "none") straight into the writable buffer `out` and checks
+        each one's crc32 there; `entries` is a list of (offset, length, crc32, position in
+        out, record number) from this shard's index, sorted here. Records that follow each
+        other in the file (or nearly: gaps up to _GAP_SINK are read into a scratch buffer)
         share one preadv, each landing where it belongs: no copy besides the read."""
-        entries = sorted((_ENTRY.unpack_from(self.index, i * _ENTRY.size), pos, i)
-                         for pos, i in zip(positions, locals_))
+        entries.sort()
         sink = None
         iov, start, end = [], None, None
-        for n, ((offset, length, crc), pos, i) in enumerate(entries):
+        for offset, length, crc, pos, i in entries:
             if iov and (offset < end or offset - end > _GAP_SINK or len(iov) >= _IOV_MAX):
                 self._preadv_exactly(iov, start, end)
                 iov = []
@@ -307,8 +307,9 @@ class ShardReader:
             end = offset + length
         if iov:
             self._preadv_exactly(iov, start, end)
-        for (offset, length, crc), pos, i in entries:
-            if zlib.crc32(out[pos:pos + length]) != crc:
+        crc32 = zlib.crc32
+        for offset, length, crc, pos, i in entries:
+            if crc32(out[pos:pos + length]) != crc:
                 raise self._bad("corrupted: record %d fails its crc32" % i)
 
     def _preadv_exactly(self, iov, start, end):
@@ -518,22 +519,31 @@ class ShardDataset:
         buffer: a bytearray from an earlier RecordBatch (its .buffer) to reuse."""
         if self.codec != "none":
             return pack_records(self.read_many(indices), buffer)
-        lengths, offsets, by_shard = [], [], {}
+        lengths, offsets, by_shard, indexes = [], [], {}, {}
         total = 0
-        for i in indices:
-            j, k = self.locate(i)
-            n = _ENTRY.unpack_from(self.reader(j).index, k * _ENTRY.size)[1]
-            lengths.append(n)
+        starts, unpack, size, find = self.starts, _ENTRY.unpack_from, _ENTRY.size, \
+            bisect.bisect_right
+        for i in indices:  # locate() and the index lookup, inlined: this runs per record
+            if not 0 <= i < self.n:
+                self.locate(i)  # raises IndexError
+            j = find(starts, i) - 1
+            k = i - starts[j]
+            index = indexes.get(j)
+            if index is None:
+                index = indexes[j] = self.reader(j).index
+            offset, length, crc = unpack(index, k * size)
+            lengths.append(length)
             offsets.append(total)
-            ks, os_ = by_shard.setdefault(j, ([], []))
-            ks.append(k)
-            os_.append(total)
-            total += n
+            entries = by_shard.get(j)
+            if entries is None:
+                entries = by_shard[j] = []
+            entries.append((offset, length, crc, total, k))
+            total += length
         buffer = _grown(buffer, total)
         out = memoryview(buffer)
         try:
-            for j, (ks, os_) in by_shard.items():
-                self.reader(j)._read_into(ks, out, os_)
+            for j, entries in by_shard.items():
+                self.reader(j)._read_into(entries, out)
         finally:
             out.release()
         return RecordBatch(buffer, offsets, lengths)
