@@ -42,10 +42,13 @@ struct SimulateArgs {
   std::string gittins_prior;
   double min_runtime_s = 300;
   int max_victim_searches = 128;
+  double goodput_round_s = 60;
+  double restart_gain = 0.25;
   double fair_half_life_s = 0;
   std::string tiresias_thresholds = "3200,25600";
   double starvation_factor = 8;
   bool allow_unfinished = false;
+  bool save_on_notice = false;
   bool check_invariants = false;
   std::string slurm_gres_map;     // "a100=A100-40GB,mi250=..."
   std::string slurm_default_gpu;  // model of untyped Gres=gpu:N
@@ -164,6 +167,8 @@ int run(const SimulateArgs& a) {
   sched::PolicyConfig base;
   base.min_runtime = util::seconds_f(a.min_runtime_s);
   base.max_victim_searches = a.max_victim_searches;
+  base.goodput.round = util::seconds_f(a.goodput_round_s);
+  base.goodput.restart_gain = a.restart_gain;
   base.fair.usage_half_life = util::seconds_f(a.fair_half_life_s);
   base.tiresias.starvation_factor = a.starvation_factor;
   base.tiresias.queue_thresholds.clear();
@@ -224,6 +229,7 @@ int run(const SimulateArgs& a) {
     opts.seed = a.seed;
     opts.restart_delay = util::seconds_f(a.restart_delay_s);
     opts.grace_period = util::seconds_f(a.grace_period_s);
+    opts.save_on_notice = a.save_on_notice;
     opts.full_invariant_check = a.check_invariants;
     CostSimArgs cost = a.cost;
     cost.html = a.html;
@@ -244,6 +250,7 @@ int run(const SimulateArgs& a) {
     opts.seed = a.seed;
     opts.restart_delay = util::seconds_f(a.restart_delay_s);
     opts.grace_period = util::seconds_f(a.grace_period_s);
+    opts.save_on_notice = a.save_on_notice;
     opts.full_invariant_check = a.check_invariants;
     util::Duration last_print = util::WallClock::steady_now();
     opts.progress = [&](int64_t done, int64_t total, util::Time now) {
@@ -380,6 +387,15 @@ Runner add_simulate_command(CLI::App& app) {
                   "round (0 = no limit)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  cmd->add_option("--goodput-round", args->goodput_round_s,
+                  "goodput: seconds between reallocation rounds while jobs run")
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
+  cmd->add_option("--restart-gain", args->restart_gain,
+                  "goodput: a running job is restarted on a new allocation only when its modelled "
+                  "speed rises by at least this share (0.25 = 25%)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
   cmd->add_option("--fair-half-life", args->fair_half_life_s,
                   "fair: seconds of half-life of each team's past GPU usage in the team order (0 "
                   "= current usage only)")
@@ -393,6 +409,10 @@ Runner add_simulate_command(CLI::App& app) {
                   "the first queue (0 = never)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  cmd->add_flag("--save-on-notice", args->save_on_notice,
+                "jobs save a checkpoint when their preemption notice comes (as trainyard's SDK "
+                "does), so a preemption loses no work; without it a preempted job loses the work "
+                "since its last periodic checkpoint");
   cmd->add_flag("--allow-unfinished", args->allow_unfinished,
                 "exit 0 even when some jobs can never fit the cluster (they are listed as "
                 "unfinished in the table)");

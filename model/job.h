@@ -45,6 +45,11 @@ struct JobSpec {
   std::string priority_class = "normal";
   int priority = kPriorityNormal;
   int workers = 1;
+  // Elastic gangs: a scheduler that resizes jobs (the goodput policy) may run the job with any
+  // number of workers in [min_workers, max_workers], changing it only at a restart (the job
+  // resumes from its checkpoint at the new size). 0 = rigid: always `workers`.
+  int min_workers = 0;
+  int max_workers = 0;
   WorkerRequest worker;
   bool preemptible = true;
   std::vector<std::string> allowed_gpu_models;  // empty = any model
@@ -55,6 +60,7 @@ struct JobSpec {
 
   GpuMilli total_gpu_share() const { return worker.gpu_share() * workers; }
   int total_gpus() const { return worker.gpus * workers; }
+  bool elastic() const { return max_workers > 0; }
   bool operator==(const JobSpec&) const = default;
 };
 

@@ -143,7 +143,7 @@ class ManifestParser {
     TY_ASSIGN_OR_RETURN(
         Fields f, r_.fields(spec, {"team", "priorityClass", "priority", "workers", "preemptible",
                                    "backoffLimit", "activeDeadlineSeconds", "dependsOn",
-                                   "nodeSelector", "checkpoint", "template", "array"}));
+                                   "nodeSelector", "checkpoint", "template", "array", "elastic"}));
     TY_RETURN_IF_ERROR(team(f, m));
     if (const Field* arr = find(f, "array")) TY_RETURN_IF_ERROR(array(*arr, m));
     TY_RETURN_IF_ERROR(priority(f, m));
@@ -200,6 +200,7 @@ class ManifestParser {
       TY_ASSIGN_OR_RETURN(const int64_t n, r_.integer(*workers, 1, kMaxWorkers));
       m.spec.workers = static_cast<int>(n);
     }
+    if (const Field* elastic = find(f, "elastic")) TY_RETURN_IF_ERROR(elastic_range(*elastic, m));
     if (const Field* preemptible = find(f, "preemptible")) {
       TY_ASSIGN_OR_RETURN(m.spec.preemptible, r_.boolean(*preemptible));
     }
@@ -213,6 +214,24 @@ class ManifestParser {
                           r_.integer(*deadline, 1, kMaxSeconds, "leave it out for no deadline"));
       m.spec.runtime_limit = util::seconds(s);
     }
+    return util::Status::ok();
+  }
+
+  // elastic: {minWorkers, maxWorkers}, around spec.workers (read before this).
+  util::Status elastic_range(const Field& el, JobManifest& m) const {
+    TY_ASSIGN_OR_RETURN(Fields f, r_.fields(el, {"minWorkers", "maxWorkers"}));
+    const Field* lo = find(f, "minWorkers");
+    const Field* hi = find(f, "maxWorkers");
+    if (hi == nullptr)
+      return r_.missing(el, "maxWorkers", "the most workers the job can use, e.g. maxWorkers: 8");
+    TY_ASSIGN_OR_RETURN(const int64_t max,
+                        r_.integer(*hi, m.spec.workers, kMaxWorkers, "at least spec.workers"));
+    int64_t min = 1;
+    if (lo != nullptr) {
+      TY_ASSIGN_OR_RETURN(min, r_.integer(*lo, 1, m.spec.workers, "at most spec.workers"));
+    }
+    m.spec.min_workers = static_cast<int>(min);
+    m.spec.max_workers = static_cast<int>(max);
     return util::Status::ok();
   }
 

@@ -12,10 +12,18 @@ namespace trainyard::model {
 namespace {
 
 constexpr std::string_view kMetadataFields[] = {"name", "labels"};
-constexpr std::string_view kSpecFields[] = {
-    "team",         "priorityClass",         "priority",  "workers",      "preemptible",
-    "backoffLimit", "activeDeadlineSeconds", "dependsOn", "nodeSelector", "checkpoint",
-    "template"};
+constexpr std::string_view kSpecFields[] = {"team",
+                                            "priorityClass",
+                                            "priority",
+                                            "workers",
+                                            "preemptible",
+                                            "backoffLimit",
+                                            "activeDeadlineSeconds",
+                                            "dependsOn",
+                                            "nodeSelector",
+                                            "checkpoint",
+                                            "template",
+                                            "elastic"};
 
 template <size_t N>
 bool is_child(std::string_view path, std::string_view prefix, const std::string_view (&fields)[N]) {

@@ -70,6 +70,7 @@ Json spec_json(const JobManifest& m) {
               {"preemptible", s.preemptible},
               {"backoffLimit", m.backoff_limit}};
   if (!m.array.empty()) out["array"] = m.array;
+  if (s.elastic()) out["elastic"] = {{"minWorkers", s.min_workers}, {"maxWorkers", s.max_workers}};
   if (s.runtime_limit.count() > 0) out["activeDeadlineSeconds"] = whole_seconds(s.runtime_limit);
   out["dependsOn"] = m.depends_on;
   out["nodeSelector"] = node_selector_json(s);

@@ -203,7 +203,16 @@ util::Status check_plan(const Snapshot& snap, const Plan& plan, bool quota_enfor
     if (job.waiting_on != util::kNoJob)
       return util::internal_error(
           fmt::format("job {} started before its dependency", s.job.value()));
-    TY_RETURN_IF_ERROR(check_gang(job, s.placement));
+    SnapshotJob sized;  // an elastic start may pick its own number of workers
+    if (s.workers > 0) {
+      if (!job.elastic() || s.workers < job.min_workers || s.workers > job.max_workers) {
+        return util::internal_error(fmt::format("job {} started with {} workers, outside its range",
+                                                s.job.value(), s.workers));
+      }
+      sized = job;
+      sized.workers = s.workers;
+    }
+    TY_RETURN_IF_ERROR(check_gang(s.workers > 0 ? sized : job, s.placement));
     TY_RETURN_IF_ERROR(add_use(snap, use, job, s.placement));
     TY_RETURN_IF_ERROR(check_spot(snap, job, s.placement));
     if (quota_enforced) {

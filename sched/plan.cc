@@ -64,6 +64,8 @@ std::string_view preempt_cause_name(PreemptCause c) {
       return "demoted to a lower Tiresias queue";
     case PreemptCause::QuotaReclaim:
       return "team under its quota reclaims borrowed GPUs";
+    case PreemptCause::Resize:
+      return "resized: restarts from its checkpoint with more or fewer GPUs";
   }
   return "unknown";
 }

@@ -15,9 +15,19 @@ namespace trainyard::sched {
 struct StartAction {
   JobId job;
   std::vector<Assignment> placement;
+  // Elastic jobs: the number of workers this attempt runs with (placement's workers are
+  // 0..workers-1) and the global batch it should use (0: its own); 0 = as the job asks.
+  int workers = 0;
+  int batch = 0;
 };
 
-enum class PreemptCause { HigherPriority, ShorterRemaining, LowerServiceQueue, QuotaReclaim };
+enum class PreemptCause {
+  HigherPriority,
+  ShorterRemaining,
+  LowerServiceQueue,
+  QuotaReclaim,
+  Resize,  // goodput: restarted at another size or GPU type (checkpoint, then resume)
+};
 
 // Buy `nodes` nodes for pool `pool` (index into Snapshot::pools), in zone `zone` (index into
 // the pool's zones; -1 = the provider chooses). `for_job` is the first pending job they serve.

@@ -7,7 +7,7 @@
 namespace trainyard::sched {
 namespace {
 
-constexpr std::array<PolicyTraits, 6> kPolicies{{
+constexpr std::array<PolicyTraits, 7> kPolicies{{
     {"fifo", "first come first served, strict: a job that does not fit blocks the queue",
      QueueOrderKind::Arrival, VictimRule::None, true, false},
     {"backfill", "FIFO with EASY backfill on runtime limits (Slurm's default)",
@@ -20,6 +20,10 @@ constexpr std::array<PolicyTraits, 6> kPolicies{{
      QueueOrderKind::DominantShare, VictimRule::QuotaReclaim, false, false},
     {"priority", "strict priority classes; preempts lower classes (grace period applies)",
      QueueOrderKind::Priority, VictimRule::LowerPriority, false, false},
+    {"goodput",
+     "goodput- and heterogeneity-aware: GPU type, count and batch size per job by modelled "
+     "speed-up (Pollux's p = -1 power mean), elastic jobs resized at restarts",
+     QueueOrderKind::Goodput, VictimRule::Reallocate, false, false},
 }};
 
 }  // namespace
@@ -33,7 +37,8 @@ util::Result<PolicyTraits> find_policy(std::string_view name) {
     if (p.name == name) return p;
   }
   return util::invalid_argument(fmt::format(
-      "unknown policy '{}'; choose one of fifo, backfill, srtf, tiresias, fair, priority", name));
+      "unknown policy '{}'; choose one of fifo, backfill, srtf, tiresias, fair, priority, goodput",
+      name));
 }
 
 }  // namespace trainyard::sched

@@ -17,6 +17,8 @@ enum class QueueOrderKind {
   Tiresias,       // discretized attained-service queues (2D-LAS / 2D-Gittins)
   Priority,       // priority class, then submit time
   DominantShare,  // team with the lowest weighted dominant share first (DRF), FIFO in team
+  Goodput,        // Tiresias's attained-service queues, then submit time (2D-LAS), for the
+                  // goodput policy's first pass (sched/goodput.cc)
 };
 
 enum class VictimRule {
@@ -25,6 +27,7 @@ enum class VictimRule {
   LongerRemaining,    // victims have strictly more remaining time
   LowerServiceQueue,  // victims sit in a strictly lower-priority Tiresias queue
   QuotaReclaim,       // victims belong to cohort teams over their nominal quota
+  Reallocate,         // goodput: jobs are resized or paused when the reallocation gains
 };
 
 struct PolicyTraits {

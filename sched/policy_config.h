@@ -31,6 +31,20 @@ struct FairConfig {
   util::Duration usage_half_life{0};
 };
 
+// The goodput policy (sched/goodput.cc).
+struct GoodputConfig {
+  // Scheduling round: plan() is called at least this often while jobs run, as the speed-up of
+  // a reallocation changes with the jobs' progress and arrivals (Pollux: 60 s).
+  util::Duration round = util::seconds(60);
+  // A running job is restarted on a new allocation only when its modelled speed changes by at
+  // least this share (a restart costs its grace period, the work since its last checkpoint and
+  // the restart delay). Pollux discounts restarts the same way.
+  double restart_gain = 0.25;
+  // GPUs left after pass 1 favour jobs with less attained service: a job's gain is divided by
+  // 1 + attained_weight x its attained GPU-hours (0 = Pollux's objective alone).
+  double attained_weight = 1.0;
+};
+
 // The autoscaler (sched/autoscale.h). Only pools marked autoscaled are touched.
 struct AutoscaleConfig {
   // A preemptible job waits this long for spot capacity before on-demand may be bought for it.
@@ -40,7 +54,7 @@ struct AutoscaleConfig {
 };
 
 struct PolicyConfig {
-  std::string name = "fifo";  // fifo | backfill | srtf | tiresias | fair | priority
+  std::string name = "fifo";  // fifo | backfill | srtf | tiresias | fair | priority | goodput
   PlacementStrategy placement = PlacementStrategy::Pack;
   // A running job is not a preemption victim (for any policy's rule: priority, remaining time,
   // service queue, quota reclaim) until its current attempt has run this long, as Kueue's,
@@ -55,6 +69,7 @@ struct PolicyConfig {
   int max_victim_searches = 128;
   TiresiasConfig tiresias;
   FairConfig fair;
+  GoodputConfig goodput;
   AutoscaleConfig autoscale;
 };
 

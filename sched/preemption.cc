@@ -36,6 +36,8 @@ bool eligible(const PlanContext& ctx, const VictimFacts& job, const VictimFacts&
       return victim.service_queue > job.service_queue;
     case VictimRule::QuotaReclaim:
       return victim.team >= 0 && reclaimable[victim.team];
+    case VictimRule::Reallocate:  // plans in sched/goodput.cc, never here
+      return false;
   }
   return false;
 }

@@ -214,6 +214,8 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
         return -int64_t{job.priority};
       case QueueOrderKind::Tiresias:
         return tiresias_queue(job, snap.now, cfg.tiresias);
+      case QueueOrderKind::Goodput:
+        return tiresias_queue(job, snap.now, cfg.tiresias);
     }
     return 0;
   };
@@ -248,6 +250,12 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
 
 std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig& cfg) {
   auto traits = find_policy(cfg.name);
+  if (traits.is_ok() && traits->order == QueueOrderKind::Goodput) {
+    // Goodput: a round while any job runs or waits (speed-ups change as jobs come and go, and
+    // jobs leave their minimum run time).
+    if (snap.jobs.empty() || cfg.goodput.round <= Duration(0)) return std::nullopt;
+    return snap.now + cfg.goodput.round;
+  }
   if (!traits.is_ok() || traits->order != QueueOrderKind::Tiresias) return std::nullopt;
   std::optional<Time> best;
   auto consider = [&](Time t) {

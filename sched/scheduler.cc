@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sched/autoscale.h"
+#include "sched/internal/goodput.h"
 #include "sched/internal/plan_context.h"
 #include "sched/queue_order.h"
 #include "util/status.h"
@@ -243,6 +244,12 @@ void walk_fair_share(PlanContext& ctx) {
 Plan plan(const Snapshot& snap, const PolicyConfig& cfg, uint64_t /*seed*/) {
   auto traits = find_policy(cfg.name);
   TY_CHECK_MSG(traits.is_ok(), traits.status().message());
+  if (traits->victims == VictimRule::Reallocate) {
+    Plan out;
+    internal::plan_goodput(snap, cfg, out);
+    if (!snap.pools.empty()) autoscale(snap, cfg.autoscale, out);
+    return out;
+  }
   PlanContext ctx(snap, cfg, *traits);
   if (traits->order == QueueOrderKind::DominantShare) {
     walk_fair_share(ctx);

@@ -4,6 +4,7 @@
 // kept for output and as the tie-breaker of last resort.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -14,6 +15,7 @@
 #include "model/labels.h"
 #include "model/node.h"
 #include "model/quantity.h"
+#include "model/scaling.h"
 #include "util/clock.h"
 #include "util/ids.h"
 
@@ -35,6 +37,14 @@ struct Assignment {
   int8_t mig_start = -1;    // first memory slice of the MIG instance
   bool operator==(const Assignment&) const = default;
 };
+
+// Workers a placement holds (its highest worker index + 1); 0 for an empty placement. An
+// elastic job's attempt runs with this many workers, which may differ from its spec's.
+inline int placement_workers(const std::vector<Assignment>& placement) {
+  int n = 0;
+  for (const Assignment& a : placement) n = std::max(n, a.worker + 1);
+  return n;
+}
 
 struct SnapshotNode {
   util::NodeId id;
@@ -99,8 +109,14 @@ struct SnapshotJob {
   int priority = 0;
   bool preemptible = true;
   JobPhase phase = JobPhase::Pending;
-  int workers = 1;
+  int workers = 1;      // of the current attempt while running; the requested count while pending
+  int min_workers = 0;  // elastic range (model::JobSpec); 0 = rigid
+  int max_workers = 0;
   model::WorkerRequest worker;
+  // How the job's speed depends on GPU type, count, placement and batch size, when known
+  // (model/scaling.h); owned by the driver, which keeps it alive as long as the snapshot.
+  // nullptr: speed is proportional to GPUs for elastic jobs, fixed for rigid ones.
+  const model::ScalingModel* scaling = nullptr;
   uint64_t gpu_model_mask = 0;  // allowed models (bits over gpu_models); 0 = any
   model::Labels node_selector;
   Time submitted{};
@@ -120,6 +136,7 @@ struct SnapshotJob {
   std::vector<Assignment> placement;  // where it runs (Running/Preempting)
 
   bool is_running() const { return phase != JobPhase::Pending; }
+  bool elastic() const { return max_workers > 0; }
   // Run time of the current attempt that a preemption at `now` would throw away.
   Duration work_at_risk(Time now) const;
   model::GpuMilli gpu_share() const { return worker.gpu_share() * workers; }

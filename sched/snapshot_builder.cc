@@ -137,6 +137,8 @@ SnapshotJob make_pending_job(const Snapshot& snap, JobId id, const model::JobSpe
   j.priority = spec.priority;
   j.preemptible = spec.preemptible;
   j.workers = spec.workers;
+  j.min_workers = spec.min_workers;
+  j.max_workers = spec.max_workers;
   j.worker = spec.worker;
   j.gpu_model_mask = gpu_model_mask(snap, spec.allowed_gpu_models);
   j.node_selector = spec.node_selector;

@@ -66,7 +66,11 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   const auto& proc = job.manifest.process;
   std::vector<std::string> argv = proc.command;
   argv.insert(argv.end(), proc.args.begin(), proc.args.end());
-  const int port = spec.workers > 1 ? free_port() : 0;  // a rendezvous only for gangs
+  // An elastic job runs with as many workers as the scheduler placed (spec.elastic).
+  const int world = spec.elastic() && !job.placement.empty()
+                        ? sched::placement_workers(job.placement)
+                        : spec.workers;
+  const int port = world > 1 ? free_port() : 0;  // a rendezvous only for gangs
   job.workers.clear();
   // The team's user, and the dirs that user must reach before any of its workers starts. A
   // spec's own checkpoint.dir is left to the worker, which makes it as that user.
@@ -85,12 +89,12 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
     if (a.worker == 0 && a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()) &&
         !nodes_[a.node_idx].address.empty())
       master_addr = nodes_[a.node_idx].address;
-  for (int rank = 0; rank < spec.workers; ++rank) {
+  for (int rank = 0; rank < world; ++rank) {
     WorkerProcess w{.rank = rank, .run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string()};
     exec::WorkerLaunch l{.job = job.rec.id,
                          .attempt = job.rec.attempt,
                          .rank = rank,
-                         .world_size = spec.workers,
+                         .world_size = world,
                          .master_addr = master_addr,
                          .master_port = port,
                          .argv = argv,

@@ -63,6 +63,8 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
           job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
       sj.started = job.rec.started;
       sj.placement = job.placement;
+      if (job.manifest.spec.elastic() && !job.placement.empty())
+        sj.workers = sched::placement_workers(job.placement);  // this attempt's size
       if (now - job.checkpoint_polled >= kCheckpointPoll) {
         job.checkpoint_polled = now;
         job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
@@ -127,10 +129,13 @@ void ControlPlane::apply_plan(Tx& tx) {
   for (const auto& p : plan.preemptions) {
     auto it = active_.find(p.job);
     if (it == active_.end() || it->second.stop != StopCause::None) continue;
+    const int64_t grace_s = it->second.manifest.checkpoint.grace_period.count() / 1000000;
     begin_stop(it->second, StopCause::Preempt,
-               fmt::format("preempted for job {} ({}), grace period {}s", p.for_job.value(),
-                           sched::preempt_cause_name(p.cause),
-                           it->second.manifest.checkpoint.grace_period.count() / 1000000),
+               p.for_job == util::kNoJob
+                   ? fmt::format("preempted ({}), grace period {}s",
+                                 sched::preempt_cause_name(p.cause), grace_s)
+                   : fmt::format("preempted for job {} ({}), grace period {}s", p.for_job.value(),
+                                 sched::preempt_cause_name(p.cause), grace_s),
                tx);
   }
   if (fleet_) apply_capacity(plan, snap, tx);

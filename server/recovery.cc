@@ -139,7 +139,10 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     }
   }
   int found = 0;
-  for (int rank = 0; rank < job.manifest.spec.workers; ++rank) {
+  const int world = job.manifest.spec.elastic() && !job.placement.empty()
+                        ? sched::placement_workers(job.placement)
+                        : job.manifest.spec.workers;
+  for (int rank = 0; rank < world; ++rank) {
     WorkerProcess& w = by_rank[rank];
     w.rank = rank;
     if (w.run_dir.empty()) w.run_dir = run_dir(id, job.rec.attempt, rank).string();
@@ -178,10 +181,9 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     return util::Status::ok();
   }
   // Some ranks started and others not: the launch was cut short, which is not the job's fault.
-  if (job.rec.state == model::JobState::Placed && found < job.manifest.spec.workers)
-    job.launch_interrupted = true;
-  const std::string reason = fmt::format("the server restarted; re-adopted {} of {} worker(s)",
-                                         found, job.manifest.spec.workers);
+  if (job.rec.state == model::JobState::Placed && found < world) job.launch_interrupted = true;
+  const std::string reason =
+      fmt::format("the server restarted; re-adopted {} of {} worker(s)", found, world);
   if (job.rec.state == model::JobState::Placed) {
     transition(job, model::JobState::Running, reason, tx);
   } else {

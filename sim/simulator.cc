@@ -8,6 +8,8 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -49,7 +51,11 @@ struct SimJob {
   // the attempt runs (interval + stall) / interval slower); 0 = none.
   Duration interval{0};
   Duration stall{0};
-  bool interrupted = false;                  // the pending stop is a reclaim of one of its nodes
+  // Work done per second of run time in this attempt: 1 at the configuration the trace
+  // measured; the job's speed model (TraceJob::scaling) says how its placement changes it.
+  double speed = 1.0;
+  bool noticed = false;      // the pending stop came with a notice (it can save a checkpoint)
+  bool interrupted = false;  // the pending stop is a reclaim of one of its nodes
   bool restart_after_interruption = false;   // the last stop was a reclaim
   std::optional<sched::WaitCode> last_wait;  // from the latest plan() that left it pending
 };
@@ -311,6 +317,7 @@ class Simulation {
     j.snap_idx = static_cast<int>(snap_.jobs.size());
     sched::SnapshotJob sj = sched::make_pending_job(snap_, j.trace->id, j.trace->spec, now);
     sj.remaining = j.trace->duration;
+    sj.scaling = j.trace->scaling.get();
     if (fleet_ && fleet_->all_preemptible()) sj.preemptible = true;
     sj.waiting_on = first_unfinished_dependency(idx);
     snap_.jobs.push_back(std::move(sj));
@@ -332,19 +339,30 @@ class Simulation {
     return util::kNoJob;
   }
 
-  // Work done in the attempt so far: wall time since work started, less checkpoint stalls.
-  static Duration work_in_attempt(const SimJob& j, Time now) {
+  // Run time of the attempt so far: wall time since work started, less checkpoint stalls.
+  static Duration run_in_attempt(const SimJob& j, Time now) {
     const Duration wall = std::max(Duration(0), now - j.work_start);
     if (j.interval.count() <= 0 || j.stall.count() <= 0) return wall;
     return Duration(static_cast<int64_t>(static_cast<double>(wall.count()) *
                                          static_cast<double>(j.interval.count()) /
                                          static_cast<double>((j.interval + j.stall).count())));
   }
+  // Work done in the attempt so far (at the trace's configuration's pace).
+  static Duration work_in_attempt(const SimJob& j, Time now) {
+    return as_work(j, run_in_attempt(j, now));
+  }
+  static Duration as_work(const SimJob& j, Duration run) {
+    if (j.speed == 1.0) return run;
+    return Duration(static_cast<int64_t>(static_cast<double>(run.count()) * j.speed));
+  }
+  // Wall time the attempt needs for `work`, with its checkpoint stalls.
   static Duration wall_for_work(const SimJob& j, Duration work) {
-    if (j.interval.count() <= 0 || j.stall.count() <= 0) return work;
-    return Duration(static_cast<int64_t>(std::ceil(
-        static_cast<double>(work.count()) * static_cast<double>((j.interval + j.stall).count()) /
-        static_cast<double>(j.interval.count()))));
+    double run = static_cast<double>(work.count());
+    if (j.speed != 1.0) run = std::ceil(run / j.speed);
+    if (j.interval.count() <= 0 || j.stall.count() <= 0) return Duration(static_cast<int64_t>(run));
+    return Duration(
+        static_cast<int64_t>(std::ceil(run * static_cast<double>((j.interval + j.stall).count()) /
+                                       static_cast<double>(j.interval.count()))));
   }
 
   Duration progress(const SimJob& j, Time now) const { return j.saved + work_in_attempt(j, now); }
@@ -377,10 +395,13 @@ class Simulation {
 
   void stop(int32_t idx, Time now) {
     SimJob& j = jobs_[idx];
-    const Duration useful = work_in_attempt(j, now);
+    const Duration useful = run_in_attempt(j, now);  // run time; lost work is counted in it
     const Duration interval = j.interval;
-    const Duration kept = interval.count() > 0 ? (useful / interval) * interval : Duration(0);
-    j.saved += kept;
+    const Duration kept = opts_.save_on_notice && j.noticed ? useful
+                          : interval.count() > 0            ? (useful / interval) * interval
+                                                            : Duration(0);
+    j.noticed = false;
+    j.saved = std::min(j.trace->duration, j.saved + as_work(j, kept));
     if (kept > Duration(0)) progressed(now);
     if (stops_since_progress_[idx]++ == 0) stopped_.push_back(idx);
     j.outcome.lost_work += useful - kept;
@@ -399,6 +420,8 @@ class Simulation {
     sched::SnapshotJob& sj = snap_.jobs[j.snap_idx];
     sj.phase = sched::JobPhase::Pending;
     sj.placement.clear();
+    sj.workers = j.trace->spec.workers;  // an elastic job waits for its requested size
+    j.milli = j.trace->spec.total_gpu_share().value();
     sj.queued_since = now;
     sj.last_run = now - j.attempt_start;
     sj.attained_gpu_time = j.base_attained;
@@ -438,13 +461,18 @@ class Simulation {
     const bool preemptive = traits_.victims != sched::VictimRule::None;
     if (!fleet_ && !preemptive && occupancy_->free_milli() == 0 && cpu_only_pending_ == 0)
       return util::Status::ok();
-    if (pending_ == 0 && !fleet_) return util::Status::ok();
+    // Goodput also grows running elastic jobs into GPUs that others left.
+    const bool reallocates = traits_.victims == sched::VictimRule::Reallocate;
+    if (pending_ == 0 && !fleet_ && !(reallocates && running_ > 0 && occupancy_->free_milli() > 0))
+      return util::Status::ok();
     refresh_snapshot(now);
     const sched::Plan plan = sched::plan(snap_, opts_.policy, opts_.seed);
     ++r->plan_calls;
     if (opts_.full_invariant_check) {
       TY_RETURN_IF_ERROR(
-          sched::check_plan(snap_, plan, traits_.order != sched::QueueOrderKind::DominantShare,
+          sched::check_plan(snap_, plan,
+                            traits_.order != sched::QueueOrderKind::DominantShare &&
+                                traits_.victims != sched::VictimRule::Reallocate,
                             opts_.policy.min_runtime)
               .with_context(fmt::format("after plan() at t={}s", util::to_seconds(now))));
     }
@@ -478,6 +506,7 @@ class Simulation {
   void notice_until(SimJob& j, Time deadline) {
     TY_CHECK(j.phase == Phase::Running || j.phase == Phase::Preempting);
     j.phase = Phase::Preempting;
+    j.noticed = true;
     snap_.jobs[j.snap_idx].phase = sched::JobPhase::Preempting;
     events_.push(deadline, EventKind::Stop, static_cast<int32_t>(j.trace->id.value() - 1),
                  j.generation);
@@ -588,6 +617,14 @@ class Simulation {
     SimJob& j = by_id(s.job);
     TY_CHECK(j.phase == Phase::Pending);
     sched::SnapshotJob& sj = snap_.jobs[j.snap_idx];
+    if (s.workers > 0) {
+      if (!j.trace->spec.elastic() || s.workers < sj.min_workers || s.workers > sj.max_workers) {
+        return util::internal_error(fmt::format(
+            "job {}: started with {} workers, outside its range", s.job.value(), s.workers));
+      }
+      sj.workers = s.workers;
+      j.milli = sj.worker.gpu_share().value() * s.workers;
+    }
     TY_RETURN_IF_ERROR(occupancy_->take(sj, s.placement));
     sj.phase = sched::JobPhase::Running;
     sj.placement = s.placement;
@@ -602,6 +639,7 @@ class Simulation {
     j.work_start = now + delay;
     j.interval = j.trace->spec.checkpoint_interval;
     j.stall = Duration(0);
+    j.speed = attempt_speed(j, s);
     if (fleet_ && !s.placement.empty()) {
       std::vector<int> nodes;
       for (const auto& a : s.placement) {
@@ -622,6 +660,34 @@ class Simulation {
     events_.push(j.work_start + wall_for_work(j, j.trace->duration - j.saved), EventKind::Finish,
                  static_cast<int32_t>(s.job.value() - 1), j.generation);
     return util::Status::ok();
+  }
+
+  // The job's speed on this start's placement and batch: its speed model's, the slowest GPU
+  // of the gang setting the pace; without one, proportional to the workers for an elastic job
+  // (the trace's duration is at its requested workers) and 1 for a rigid one.
+  double attempt_speed(const SimJob& j, const sched::StartAction& s) const {
+    const model::JobSpec& spec = j.trace->spec;
+    const model::ScalingModel* m = j.trace->scaling.get();
+    if (m == nullptr) {
+      if (!spec.elastic() || s.workers <= 0) return 1.0;
+      return static_cast<double>(s.workers) / std::max(1, spec.workers);
+    }
+    int gpus = 0;
+    std::vector<int> nodes;
+    double compute = std::numeric_limits<double>::infinity();
+    for (const auto& a : s.placement) {
+      if (a.gpu_idx < 0) continue;
+      ++gpus;
+      if (std::find(nodes.begin(), nodes.end(), a.node_idx) != nodes.end()) continue;
+      nodes.push_back(a.node_idx);
+      const int model = snap_.nodes[a.node_idx].gpu_model;
+      compute = std::min(compute,
+                         model::gpu_compute_speed(model >= 0 ? snap_.accelerators[model] : nullptr,
+                                                  m->reference_bandwidth_gbps));
+    }
+    if (gpus == 0) return 1.0;
+    const double batch = s.batch > 0 ? s.batch : m->batch;
+    return m->speed(gpus, static_cast<int>(nodes.size()), batch, compute);
   }
 
   const Workload& w_;

@@ -33,6 +33,10 @@ struct SimOptions {
   uint64_t seed = 1;
   util::Duration restart_delay = util::seconds(60);
   util::Duration grace_period = util::seconds(30);
+  // A job saves a checkpoint when its preemption notice comes (trainyard's SDK does), so a stop
+  // after a notice loses no work; only a stop without notice (a reclaim with no time left)
+  // falls back to the last periodic checkpoint. Off: every stop loses the work since then.
+  bool save_on_notice = false;
   // Run sched::check_plan() after every plan() (slow on large traces; tests turn it on). The
   // cheap checks — no GPU given twice, gangs whole, capacity — always run as jobs start.
   bool full_invariant_check = false;

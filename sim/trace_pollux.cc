@@ -3,10 +3,13 @@
 // the Pollux job profiles at its replica count and batch size (table below; derivation in
 // docs/trace-formats.md). Other configurations (the Sia Helios traces use many) take the
 // step-time model fitted to the same profiles (scripts/fit-job-profiles), whose error the
-// loader reports.
+// loader reports. Jobs are elastic gangs of one-GPU workers that carry their speed model
+// (model/scaling.h), so a policy may resize them and the simulator runs them at the speed of
+// the GPUs, count, placement and batch they get.
 #include <array>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -56,10 +59,13 @@ constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
     {"yolov3", 4, 64, 14577, 0.7603},        // 4, local batch 16
 }};
 
-// Gangs are cut as for Philly (8-GPU servers), the node size of trainyard's example clusters,
-// or to the replayed cluster's smallest node (TraceOptions::gpus_per_node): the Pollux paper's
-// cluster has 4-GPU nodes.
-constexpr int kGpusPerServer = 8;
+// The profiles' testbed: T4s (320 GB/s), 4 per node.
+constexpr int kProfiledGpusPerNode = 4;
+constexpr double kProfiledGpuBandwidth = 320.0;
+
+// Elastic range given to every job (all Pollux jobs are adaptive): from one GPU up to twice
+// the replicas it asked for, at least 4.
+constexpr int64_t kMinElasticMax = 4;
 
 // Pollux's throughput model with gamma = 1, fitted per application to every profiled
 // placement: seconds per iteration = a + b m (compute at local batch m) + [replicas > 1] (c +
@@ -81,28 +87,20 @@ const std::vector<FittedProfile>& fitted_profiles() {
   return profiles;
 }
 
-// Log-log interpolation between profiled batches (the end segments extend beyond them).
-double iterations_at(const FittedProfile& p, double batch) {
-  const auto& it = p.iterations;
-  size_t hi = 1;
-  while (hi + 1 < it.size() && it[hi].first < batch) ++hi;
-  const double x0 = std::log(it[hi - 1].first), x1 = std::log(it[hi].first);
-  const double y0 = std::log(it[hi - 1].second), y1 = std::log(it[hi].second);
-  return std::exp(y0 + (y1 - y0) * (std::log(batch) - x0) / (x1 - x0));
-}
-
-// Time to target of `replicas` GPUs packed on 4-GPU nodes at global batch `batch`.
-double modelled_seconds(const FittedProfile& p, int64_t replicas, int64_t batch) {
-  const double local = static_cast<double>(batch) / static_cast<double>(replicas);
-  const double steps = std::max(1.0, std::ceil(local / p.max_local_batch));
-  const auto& c = p.coef;
-  const double r = static_cast<double>(replicas);
-  const int64_t nodes = (replicas + 3) / 4;
-  double step = steps * (c[0] + c[1] * local / steps);
-  if (replicas > 1) step += c[2] + c[3] * (r - 2);
-  if (nodes > 1) step += c[4] + c[5] * (r - 2);
-  step = std::max(step, c[0]);  // the fit never goes below one GPU's fixed cost
-  return iterations_at(p, static_cast<double>(batch)) * step;
+// The job's speed model: the fitted profile of its application, at its requested replicas
+// and batch, packed on 4-GPU T4 nodes as the profiles were measured.
+std::shared_ptr<const model::ScalingModel> scaling_model(const FittedProfile& p, int64_t replicas,
+                                                         int64_t batch) {
+  auto m = std::make_shared<model::ScalingModel>();
+  m->application = std::string(p.application);
+  m->coef = p.coef;
+  m->max_local_batch = p.max_local_batch;
+  m->iterations = p.iterations;
+  m->replicas = static_cast<int>(replicas);
+  m->batch = static_cast<int>(batch);
+  m->gpus_per_node = kProfiledGpusPerNode;
+  m->reference_bandwidth_gbps = kProfiledGpuBandwidth;
+  return m;
 }
 
 struct Columns {
@@ -123,7 +121,10 @@ util::Result<util::Duration> profiled_duration(const CsvReader& csv, const Colum
   for (const FittedProfile& p : fitted_profiles()) {
     if (p.application != app) continue;
     ++(*modelled)[std::string(app)];
-    return util::seconds_f(modelled_seconds(p, replicas, batch));
+    const int64_t nodes = (replicas + kProfiledGpusPerNode - 1) / kProfiledGpusPerNode;
+    return util::seconds_f(scaling_model(p, replicas, batch)
+                               ->time_to_target(static_cast<int>(replicas), static_cast<int>(nodes),
+                                                static_cast<double>(batch), 1.0));
   }
   return csv.error_at(c.application,
                       fmt::format("no job profile for application '{}'; expected one of bert, "
@@ -153,7 +154,14 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
     j.name = std::string(csv.field(c.name));
     j.submit = util::from_seconds(submit);
     j.spec.team = std::string(kDefaultTeam);
-    split_into_workers(replicas, worker_gpu_limit(kGpusPerServer, opts), j.spec);
+    // One worker per GPU (one data-parallel process each), elastic.
+    j.spec.workers = static_cast<int>(replicas);
+    j.spec.worker.gpus = 1;
+    j.spec.min_workers = 1;
+    j.spec.max_workers = static_cast<int>(std::max(kMinElasticMax, 2 * replicas));
+    for (const FittedProfile& p : fitted_profiles()) {
+      if (p.application == csv.field(c.application)) j.scaling = scaling_model(p, replicas, batch);
+    }
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
   }));

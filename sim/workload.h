@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/job.h"
 #include "model/node.h"
+#include "model/scaling.h"
 #include "util/clock.h"
 #include "util/ids.h"
 #include "util/status.h"
@@ -26,6 +28,9 @@ struct TraceJob {
   util::Duration duration{0};
   bool has_priority = false;       // the trace gave a priority class
   bool has_runtime_limit = false;  // the trace gave a runtime limit
+  // How the job's speed depends on its GPUs (Pollux and Sia traces); `duration` is its time at
+  // the requested configuration. nullptr: the same speed on any placement.
+  std::shared_ptr<const model::ScalingModel> scaling;
 };
 
 struct Workload {

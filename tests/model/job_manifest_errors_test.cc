@@ -48,11 +48,39 @@ TEST(JobManifestErrors, BaseDocumentIsValid) {
   EXPECT_TRUE(parse_job_manifest(kBase, "job.yaml").is_ok());
 }
 
+TEST(JobManifestErrors, ElasticRangeAroundWorkersRoundTrips) {
+  auto m = parse_job_manifest(
+      with_line(6, "  workers: 2\n  elastic: {minWorkers: 1, maxWorkers: 8}"), "job.yaml");
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_EQ(m->spec.min_workers, 1);
+  EXPECT_EQ(m->spec.max_workers, 8);
+  EXPECT_TRUE(m->spec.elastic());
+  auto back = parse_job_manifest(job_manifest_to_json(*m), "job.json");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->spec, m->spec);
+  // minWorkers defaults to 1; a rigid job has no range.
+  auto d = parse_job_manifest(with_line(6, "  workers: 2\n  elastic: {maxWorkers: 4}"), "job.yaml");
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+  EXPECT_EQ(d->spec.min_workers, 1);
+  EXPECT_FALSE(parse_job_manifest(kBase, "job.yaml")->spec.elastic());
+}
+
+TEST(JobManifestErrors, ElasticRangeMustHoldWorkers) {
+  EXPECT_CONTAINS(error_of(with_line(6, "  workers: 4\n  elastic: {minWorkers: 1, maxWorkers: 2}")),
+                  "job.yaml:7: spec.elastic.maxWorkers");
+  EXPECT_CONTAINS(error_of(with_line(6, "  workers: 2\n  elastic: {minWorkers: 3, maxWorkers: 8}")),
+                  "job.yaml:7: spec.elastic.minWorkers");
+  EXPECT_CONTAINS(error_of(with_line(6, "  workers: 2\n  elastic: {minWorkers: 1}")),
+                  "spec.elastic.maxWorkers is required");
+  EXPECT_CONTAINS(error_of(with_line(6, "  workers: 2\n  elastic: {maxWorkers: 4, max: 9}")),
+                  "unknown field \"spec.elastic.max\"");
+}
+
 TEST(JobManifestErrors, UnknownFieldNamesItSuggestsAndListsAllowed) {
   EXPECT_EQ(error_of(with_line(6, "  worker: 2")),
             "job.yaml:6: unknown field \"spec.worker\" (did you mean \"workers\"?; allowed: team, "
             "priorityClass, priority, workers, preemptible, backoffLimit, activeDeadlineSeconds, "
-            "dependsOn, nodeSelector, checkpoint, template, array)");
+            "dependsOn, nodeSelector, checkpoint, template, array, elastic)");
   EXPECT_EQ(error_of(with_line(4, "  name: a\n  colour: red")),
             "job.yaml:5: unknown field \"metadata.colour\" (allowed: name, labels)");
   EXPECT_CONTAINS(error_of(with_line(11, "        nvidia.com/gpus: 2")),

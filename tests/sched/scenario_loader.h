@@ -30,6 +30,7 @@ struct ExpectedStart {
   std::optional<std::set<std::string>> nodes;                // exact set of nodes used
   std::optional<std::map<std::string, std::set<int>>> gpus;  // exact GPUs per node
   std::optional<std::multiset<int>> mig_starts;              // MIG start slices, any order
+  std::optional<int> workers;  // an elastic job's workers for this attempt (StartAction::workers)
 };
 
 struct ExpectedPreemption {
@@ -146,6 +147,11 @@ inline void read_policy(const Reader& r, const YAML::Node& root, PolicyConfig& c
     r.only_keys(f, "fair", {"reclaim"});
     cfg.fair.reclaim = r.opt<bool>(f, "reclaim", true);
   }
+  if (const YAML::Node g = root["goodput"]) {
+    r.only_keys(g, "goodput", {"restart_gain", "attained_weight"});
+    cfg.goodput.restart_gain = r.opt<double>(g, "restart_gain", cfg.goodput.restart_gain);
+    cfg.goodput.attained_weight = r.opt<double>(g, "attained_weight", cfg.goodput.attained_weight);
+  }
 }
 
 inline void read_nodes(const Reader& r, const YAML::Node& nodes, Snapshot& snap) {
@@ -245,6 +251,8 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
                "phase",
                "gpus",
                "workers",
+               "min_workers",
+               "max_workers",
                "milli",
                "mig",
                "cpu",
@@ -272,6 +280,8 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
   spec.priority = r.opt<int>(j, "priority", 0);
   spec.preemptible = r.opt<bool>(j, "preemptible", true);
   spec.workers = r.opt<int>(j, "workers", 1);
+  spec.min_workers = r.opt<int>(j, "min_workers", 0);
+  spec.max_workers = r.opt<int>(j, "max_workers", 0);
   spec.worker.gpu_milli = model::GpuMilli(r.opt<int>(j, "milli", 0));
   spec.worker.mig_profile = r.opt<std::string>(j, "mig", "");
   const bool other_form = spec.worker.gpu_milli.value() > 0 || !spec.worker.mig_profile.empty();
@@ -337,17 +347,20 @@ inline std::string_view cause_key(PreemptCause c) {
       return "LowerServiceQueue";
     case PreemptCause::QuotaReclaim:
       return "QuotaReclaim";
+    case PreemptCause::Resize:
+      return "Resize";
   }
   return "?";
 }
 inline constexpr PreemptCause kCauses[] = {
     PreemptCause::HigherPriority, PreemptCause::ShorterRemaining, PreemptCause::LowerServiceQueue,
-    PreemptCause::QuotaReclaim};
+    PreemptCause::QuotaReclaim, PreemptCause::Resize};
 
 inline ExpectedStart read_expected_start(const Reader& r, const YAML::Node& s) {
   if (s.IsScalar()) return {.job = r.get<int64_t>(s, "start")};
-  r.only_keys(s, "expect.starts[]", {"job", "nodes", "gpus", "mig_starts"});
+  r.only_keys(s, "expect.starts[]", {"job", "nodes", "gpus", "mig_starts", "workers"});
   ExpectedStart e{.job = r.get<int64_t>(s["job"], "job")};
+  if (s["workers"]) e.workers = r.get<int>(s["workers"], "workers");
   if (s["nodes"]) {
     const auto names = r.get<std::vector<std::string>>(s["nodes"], "nodes");
     e.nodes.emplace(names.begin(), names.end());
@@ -409,7 +422,7 @@ inline void read_expect(const Reader& r, const YAML::Node& x, Scenario& sc) {
 inline Scenario read_scenario(const Reader& r, const YAML::Node& root, std::string file) {
   r.only_keys(root, "scenario",
               {"description", "policy", "placement", "min_runtime", "max_victim_searches",
-               "tiresias", "fair", "now", "nodes", "teams", "jobs", "expect"});
+               "tiresias", "fair", "goodput", "now", "nodes", "teams", "jobs", "expect"});
   Scenario sc;
   sc.file = std::move(file);
   sc.description = r.get<std::string>(root["description"], "description");

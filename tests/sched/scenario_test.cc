@@ -103,6 +103,10 @@ void diff_start(const Snapshot& snap, const ExpectedStart& e, const StartAction&
         diff.push_back(fmt::format("job {}: unexpected GPUs {} on {}", e.job, list(got), node));
     }
   }
+  if (e.workers && *e.workers != s.workers) {
+    diff.push_back(
+        fmt::format("job {}: expected {} workers, got {}", e.job, *e.workers, s.workers));
+  }
   if (e.mig_starts && *e.mig_starts != mig) {
     diff.push_back(fmt::format("job {}: expected MIG starts {}, got {}", e.job, list(*e.mig_starts),
                                list(mig)));

@@ -12,6 +12,7 @@
 
 #include "sim/metrics.h"
 #include "sim/simulator.h"
+#include "sim/trace_common.h"
 #include "sim/workload.h"
 
 namespace trainyard::sim {
@@ -56,6 +57,10 @@ RandomCase random_case(uint64_t seed, int jobs) {
     j.spec.priority = static_cast<int>(rng() % 3) * 100;
     j.has_priority = true;
     j.spec.checkpoint_interval = util::seconds(std::array<int, 3>{0, 300, 1800}[rng() % 3]);
+    if (j.spec.worker.gpus == 1 && rng() % 2 == 0) {  // elastic: goodput may resize it
+      j.spec.min_workers = 1;
+      j.spec.max_workers = j.spec.workers + static_cast<int>(rng() % 4);
+    }
     w.jobs.push_back(std::move(j));
   }
   TraceOptions o;
@@ -68,7 +73,7 @@ RandomCase random_case(uint64_t seed, int jobs) {
 TEST(PreemptionProperty, EveryJobFinishesAndPreemptionsAreBoundedOnRandomHeterogeneousClusters) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     const RandomCase c = random_case(seed, 250);
-    for (const char* policy : {"srtf", "tiresias", "fair", "priority"}) {
+    for (const char* policy : {"srtf", "tiresias", "fair", "priority", "goodput"}) {
       SimOptions o;
       o.policy.name = policy;
       o.full_invariant_check = true;
@@ -104,10 +109,21 @@ ClusterConfig sia_cluster() {
   return *c;
 }
 
+// The shape the Sia jobs had when Tiresias livelocked on them: rigid gangs cut for 8-GPU
+// servers (a 14-GPU job as 2 workers of 7), at the same speed on any GPUs.
+void as_rigid_server_gangs(Workload& w) {
+  for (TraceJob& j : w.jobs) {
+    split_into_workers(int64_t{j.spec.workers} * j.spec.worker.gpus, 8, j.spec);
+    j.spec.min_workers = j.spec.max_workers = 0;
+    j.scaling.reset();
+  }
+}
+
 TEST(PreemptionProperty, TiresiasFinishesTheSiaWorkloadThatUsedToLivelock) {
   if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
   auto w = load_trace("auto", kSia, TraceOptions{});
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  as_rigid_server_gangs(*w);
   SimOptions o;
   o.policy.name = "tiresias";
   auto r = simulate(*w, sia_cluster(), o);
@@ -122,6 +138,7 @@ TEST(PreemptionProperty, WatchdogNamesTheJobsOfAPreemptionCycle) {
   t.max_jobs = 127;
   auto w = load_trace("auto", kSia, t);
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  as_rigid_server_gangs(*w);
   SimOptions o;
   o.policy.name = "tiresias";
   o.policy.min_runtime = util::Duration(0);  // what used to livelock
@@ -158,6 +175,50 @@ TEST(PreemptionProperty, WatchdogStopsAClockThatDoesNotMove) {
   EXPECT_NE(r.status().message().find("the simulated clock stopped at t=0s"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("job 1"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace trainyard::sim
+
+namespace trainyard::sim {
+namespace {
+
+double avg_jct_h(const Workload& w, const ClusterConfig& c, const std::string& policy,
+                 SimOptions o) {
+  o.policy.name = policy;
+  o.full_invariant_check = true;
+  auto r = simulate(w, c, o);
+  EXPECT_TRUE(r.is_ok()) << policy << ": " << r.status().message();
+  if (!r.is_ok()) return 0;
+  EXPECT_EQ(r->unfinished, 0) << policy;
+  return summarize(*r).avg_jct_s / 3600;
+}
+
+TEST(GoodputPolicy, BeatsTiresiasAndFairOnTheSiaClusterOfThreeGpuTypes) {
+  if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
+  auto w = load_trace("auto", kSia, TraceOptions{});
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  const double goodput = avg_jct_h(*w, sia_cluster(), "goodput", {});
+  const double tiresias = avg_jct_h(*w, sia_cluster(), "tiresias", {});
+  const double fair = avg_jct_h(*w, sia_cluster(), "fair", {});
+  EXPECT_LT(goodput, 0.8 * tiresias) << goodput << " h vs tiresias " << tiresias << " h";
+  EXPECT_LT(goodput, 0.8 * fair) << goodput << " h vs fair " << fair << " h";
+}
+
+TEST(GoodputPolicy, BeatsTiresiasOnThePolluxTestbed) {
+  const std::string trace =
+      std::string(TY_SHARED_DIR) + "/traces/pollux-workloads/workloads/workload-6.csv";
+  if (!std::filesystem::exists(trace)) GTEST_SKIP() << trace << " is not here";
+  auto w = load_trace("auto", trace, TraceOptions{.checkpoint_interval = util::seconds(60)});
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  auto c = parse_cluster_yaml("pools:\n  - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 16}\n",
+                              "pollux.yaml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  SimOptions o;
+  o.restart_delay = util::seconds(30);
+  const double goodput = avg_jct_h(*w, *c, "goodput", o);
+  const double tiresias = avg_jct_h(*w, *c, "tiresias", o);
+  EXPECT_LT(goodput, 0.9 * tiresias) << goodput << " h vs tiresias " << tiresias << " h";
 }
 
 }  // namespace

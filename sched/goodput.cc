@@ -1,0 +1,318 @@
+// The goodput policy: Pollux's (OSDI'21) allocation with Sia's (SOSP'23) choice of GPU type,
+// over the jobs' speed models (model/scaling.h).
+//
+// Each plan() reallocates the whole cluster in three passes:
+//   1. Base: in Tiresias's order (2D-LAS: attained-service queues, then arrival; jobs of one
+//      queue do not displace each other, which pure least-attained-service would do back and
+//      forth), each job gets its smallest
+//      gang (min_workers for elastic jobs, all workers for rigid ones) on the GPU type where
+//      the model says it runs fastest, while GPUs of that type are left. Jobs that still run
+//      their minimum run time, or are not preemptible, keep what they hold.
+//   2. Growth: the GPUs left go one worker at a time to the elastic job whose speed-up gains
+//      most, by Pollux's objective: the power mean with p = -1 of the jobs' speed-ups, i.e.
+//      the largest drop of 1/speed-up per GPU. A job's batch size follows its allocation (the
+//      model's best global batch for that many GPUs), which is how statistical efficiency
+//      enters: a larger batch needs more iterations.
+//   3. Realisation: a running job whose allocation changes is stopped (PreemptCause::Resize)
+//      and restarts from its checkpoint at the new size, but only when its modelled speed
+//      rises by restart_gain or more (a restart costs the grace period and the restart delay)
+//      or when its GPUs go to others; pending jobs are placed (packed on the fewest nodes of
+//      their type) in that order.
+// Running jobs are only moved at checkpoints: within min_runtime of their start, or more than
+// a round after their newest checkpoint, they keep what they hold (passes 1-2 work around
+// them). A job that never checkpoints is never moved once started.
+// Jobs without a speed model run at a speed proportional to their GPUs (elastic) or fixed
+// (rigid). Fractional, MIG and CPU-only jobs are placed in that order where they fit, and never
+// preempt. Team quotas and cohorts are not enforced by this policy (use fair for them); team
+// budgets are.
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include "sched/cluster_state.h"
+#include "sched/internal/goodput.h"
+#include "sched/placement.h"
+#include "sched/queue_order.h"
+
+namespace trainyard::sched::internal {
+namespace {
+
+constexpr int kLookAhead = 16;  // workers one growth step may add
+
+struct Candidate {
+  int idx = -1;  // into snap.jobs
+  bool running = false;
+  bool locked = false;  // keeps its placement this plan (minimum run time, not preemptible)
+  int cur_model = -1;
+  int cur_workers = 0;
+  int model = -1;  // target GPU model; -1 = none this plan
+  int workers = 0;
+};
+
+bool whole_gpus(const SnapshotJob& j) {
+  return j.worker.gpus > 0 && j.worker.mig_profile.empty();
+}
+
+class Goodput {
+ public:
+  Goodput(const Snapshot& snap, const PolicyConfig& cfg, Plan& plan)
+      : snap_(snap), cfg_(cfg), plan_(plan), gpus_per_node_(snap.gpu_models.size(), 0) {
+    for (const SnapshotNode& n : snap.nodes) {
+      if (n.schedulable && !n.mig_enabled && n.gpu_model >= 0)
+        gpus_per_node_[n.gpu_model] = std::max(gpus_per_node_[n.gpu_model], n.gpu_count);
+    }
+  }
+
+  void run() {
+    collect();
+    ClusterState what_if(snap_);
+    for (const Candidate& c : cands_) {
+      if (c.running && !c.locked) {
+        const SnapshotJob& j = snap_.jobs[c.idx];
+        what_if.release(j.placement, j.worker);
+      }
+    }
+    free_.assign(snap_.gpu_models.size(), 0);
+    for (int m = 0; m < static_cast<int>(snap_.gpu_models.size()); ++m) {
+      for (int f = 1; f <= model::kMaxGpusPerNode; ++f)
+        free_[m] += static_cast<int64_t>(what_if.bucket(m, f).size()) * f;
+    }
+    base_pass();
+    growth_pass();
+    realise();
+  }
+
+ private:
+  int per_worker(const SnapshotJob& j) const { return std::max(1, j.worker.gpus); }
+  int min_workers(const SnapshotJob& j) const {
+    return j.elastic() ? std::max(1, j.min_workers) : j.workers;
+  }
+  int max_workers(const SnapshotJob& j) const {
+    return j.elastic() ? std::max(j.max_workers, min_workers(j)) : j.workers;
+  }
+  bool allowed(const SnapshotJob& j, int m) const {
+    return j.gpu_model_mask == 0 || ((j.gpu_model_mask >> m) & 1u) != 0;
+  }
+
+  // Modelled speed of `j` with `k` workers packed on GPUs of model `m`, and the batch for it.
+  std::pair<double, int> speed(const SnapshotJob& j, int m, int k) const {
+    if (k <= 0) return {0.0, 0};
+    const int gpus = k * per_worker(j);
+    if (j.scaling != nullptr) {
+      const int gpn = std::max(1, gpus_per_node_[m]);
+      const int nodes = (gpus + gpn - 1) / gpn;
+      const double cs =
+          model::gpu_compute_speed(snap_.accelerators[m], j.scaling->reference_bandwidth_gbps);
+      const double batch = j.elastic() ? j.scaling->best_batch(gpus, nodes, cs) : j.scaling->batch;
+      return {j.scaling->speed(gpus, nodes, batch, cs), static_cast<int>(batch)};
+    }
+    if (!j.elastic()) return {1.0, 0};
+    return {static_cast<double>(k) / min_workers(j), 0};
+  }
+
+  void collect() {
+    for (int idx : rank_jobs(snap_, cfg_, QueueOrderKind::Goodput, true)) {
+      const SnapshotJob& j = snap_.jobs[idx];
+      if (j.phase == JobPhase::Preempting) continue;
+      if (j.phase == JobPhase::Pending) {
+        if (j.waiting_on != util::kNoJob) {
+          wait(j, Stage::Dependency, WaitCode::DependencyUnfinished, j.waiting_on.value());
+          continue;
+        }
+        if (j.team >= 0 && snap_.teams[j.team].budget_left <= 0) {
+          wait(j, Stage::Admission, WaitCode::BudgetExhausted, j.team);
+          continue;
+        }
+        uint8_t filter = 0;
+        if (never_fits(j, snap_, &filter)) {
+          plan_.waiting.push_back(
+              {j.id, Stage::Placement, WaitCode::NeverFits, j.gpu_share().value(), filter});
+          continue;
+        }
+      }
+      if (!whole_gpus(j)) {
+        if (!j.is_running()) others_.push_back(idx);
+        continue;
+      }
+      Candidate c{.idx = idx, .running = j.is_running()};
+      if (c.running) {
+        c.cur_model = snap_.nodes[j.placement.front().node_idx].gpu_model;
+        c.cur_workers = j.workers;
+        // Restarts happen at checkpoints: a job whose newest checkpoint is more than a round
+        // old keeps its GPUs until it saves again (one that never saves, to its end), so no
+        // reallocation throws much work away and none can cycle without progress.
+        c.locked = !j.preemptible || snap_.now - j.started < cfg_.min_runtime ||
+                   j.work_at_risk(snap_.now) > cfg_.goodput.round;
+        if (c.locked) {
+          c.model = c.cur_model;
+          c.workers = c.cur_workers;
+        }
+      }
+      cands_.push_back(c);
+    }
+  }
+
+  // Pass 1: every job its smallest gang on its fastest type, in Tiresias order.
+  void base_pass() {
+    for (Candidate& c : cands_) {
+      if (c.locked) continue;
+      const SnapshotJob& j = snap_.jobs[c.idx];
+      const int k = min_workers(j);
+      const int64_t need = int64_t{k} * per_worker(j);
+      double best = 0;
+      for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
+        if (!allowed(j, m) || free_[m] < need || gpus_per_node_[m] < per_worker(j)) continue;
+        double s = speed(j, m, k).first;
+        if (c.running && m == c.cur_model) s *= 1 + cfg_.goodput.restart_gain;  // stay put
+        if (s > best) {
+          best = s;
+          c.model = m;
+        }
+      }
+      if (c.model < 0) continue;
+      c.workers = k;
+      free_[c.model] -= need;
+    }
+  }
+
+  // Pass 2: the GPUs left go where 1/speed-up drops most per GPU. A step may add several
+  // workers at once (up to kLookAhead), so that a job can cross a size that is slower than
+  // its neighbours (a second node's synchronisation, a gradient-accumulation boundary).
+  void growth_pass() {
+    // gain, -rank (earlier first on ties), candidate, workers to add
+    using Entry = std::tuple<double, int, int, int>;
+    std::priority_queue<Entry> heap;
+    auto push = [&](int ci) {
+      const Candidate& c = cands_[ci];
+      const SnapshotJob& j = snap_.jobs[c.idx];
+      if (c.locked || c.model < 0 || c.workers >= max_workers(j)) return;
+      const int per = per_worker(j);
+      const int room = static_cast<int>(free_[c.model] / per);
+      // Speed-ups relative to the job's smallest gang on this type (Pollux: relative to a
+      // fair share), so jobs that asked for many GPUs weigh no more than others.
+      const double base = speed(j, c.model, min_workers(j)).first;
+      const double now = speed(j, c.model, c.workers).first / base;
+      double best = 0;
+      int add = 0;
+      for (int k = c.workers + 1;
+           k <= std::min({max_workers(j), c.workers + room, c.workers + kLookAhead}); ++k) {
+        const double next = speed(j, c.model, k).first / base;
+        if (next <= now * 1.001) continue;  // no gain (or a loss) at this size
+        double gain = (1.0 / now - 1.0 / next) / ((k - c.workers) * per);
+        if (c.running && c.model == c.cur_model && k <= c.cur_workers)
+          gain *= 1 + cfg_.goodput.restart_gain;  // keeping what it has costs no restart
+        if (gain > best) {
+          best = gain;
+          add = k - c.workers;
+        }
+      }
+      if (add == 0) return;
+      // Least attained service first, as in pass 1: a job that has had less is likelier short.
+      best /= 1.0 + cfg_.goodput.attained_weight * gpu_hours(j.attained_gpu_time);
+      heap.emplace(best, -ci, ci, add);
+    };
+    for (int ci = 0; ci < static_cast<int>(cands_.size()); ++ci) push(ci);
+    while (!heap.empty()) {
+      const auto [gain, rank, ci, add] = heap.top();
+      heap.pop();
+      Candidate& c = cands_[ci];
+      const int64_t need = int64_t{add} * per_worker(snap_.jobs[c.idx]);
+      if (free_[c.model] < need) {
+        push(ci);  // less room than when it was pushed: look again at what is left
+        continue;
+      }
+      free_[c.model] -= need;
+      c.workers += add;
+      push(ci);
+    }
+  }
+
+  static double gpu_hours(Duration d) { return static_cast<double>(d.count()) / 3.6e9; }
+
+  // Pass 3: stop the running jobs whose allocation changes enough, start what fits now.
+  void realise() {
+    ClusterState state(snap_);
+    std::vector<int64_t> freeing(snap_.gpu_models.size(), 0);
+    for (const SnapshotJob& j : snap_.jobs) {
+      if (j.phase == JobPhase::Preempting && whole_gpus(j) && !j.placement.empty())
+        freeing[snap_.nodes[j.placement.front().node_idx].gpu_model] += j.gpu_share().value();
+    }
+    for (Candidate& c : cands_) {
+      if (!c.running || c.locked) continue;
+      const SnapshotJob& j = snap_.jobs[c.idx];
+      if (c.model == c.cur_model && c.workers == c.cur_workers) continue;
+      if (c.model == c.cur_model && c.workers > c.cur_workers) {
+        const double gain =
+            speed(j, c.model, c.workers).first / speed(j, c.cur_model, c.cur_workers).first;
+        if (gain < 1 + cfg_.goodput.restart_gain) continue;  // not worth a restart
+      }
+      plan_.preemptions.push_back({j.id, util::kNoJob, PreemptCause::Resize});
+      freeing[c.cur_model] += j.gpu_share().value();
+    }
+    const int64_t stopping = static_cast<int64_t>(plan_.preemptions.size());
+    for (const Candidate& c : cands_) {
+      if (c.running) continue;
+      const SnapshotJob& j = snap_.jobs[c.idx];
+      if (c.model >= 0 && start(j, c, state)) continue;
+      const int64_t need = int64_t{min_workers(j)} * j.worker.gpu_share().value();
+      if (c.model >= 0 && freeing[c.model] >= need) {
+        wait(j, Stage::Preemption, WaitCode::AwaitingVictims, stopping);
+      } else {
+        wait(j, Stage::Placement, WaitCode::NoCapacityNow, need);
+      }
+    }
+    for (int idx : others_) {
+      const SnapshotJob& j = snap_.jobs[idx];
+      PlaceResult r = place(j, state, {.strategy = cfg_.placement});
+      if (r.fit == Fit::Fits) {
+        state.apply(r.placement, j.worker);
+        plan_.starts.push_back({j.id, std::move(r.placement)});
+      } else {
+        plan_.waiting.push_back(
+            {j.id, Stage::Placement, WaitCode::NoCapacityNow, j.gpu_share().value(), r.filter});
+      }
+    }
+  }
+
+  // Places `c`'s target gang (or, short of room, a smaller one down to its minimum).
+  bool start(const SnapshotJob& j, const Candidate& c, ClusterState& state) {
+    SnapshotJob shape = j;
+    shape.gpu_model_mask = uint64_t{1} << c.model;
+    for (int k = c.workers; k >= min_workers(j); --k) {
+      shape.workers = k;
+      PlaceResult r = place(shape, state, {.strategy = PlacementStrategy::Pack});
+      if (r.fit != Fit::Fits) continue;
+      state.apply(r.placement, j.worker);
+      StartAction s{j.id, std::move(r.placement)};
+      if (j.elastic()) {
+        s.workers = k;
+        s.batch = speed(j, c.model, k).second;
+      }
+      plan_.starts.push_back(std::move(s));
+      return true;
+    }
+    return false;
+  }
+
+  void wait(const SnapshotJob& j, Stage stage, WaitCode code, int64_t arg) {
+    plan_.waiting.push_back({j.id, stage, code, arg});
+  }
+
+  const Snapshot& snap_;
+  const PolicyConfig& cfg_;
+  Plan& plan_;
+  std::vector<int> gpus_per_node_;  // per GPU model: the largest schedulable node's GPUs
+  std::vector<Candidate> cands_;    // whole-GPU jobs, Tiresias order
+  std::vector<int> others_;         // pending fractional, MIG and CPU-only jobs, same order
+  std::vector<int64_t> free_;       // per GPU model: whole GPUs not yet given (passes 1-2)
+};
+
+}  // namespace
+
+void plan_goodput(const Snapshot& snap, const PolicyConfig& cfg, Plan& plan) {
+  Goodput(snap, cfg, plan).run();
+}
+
+}  // namespace trainyard::sched::internal
