@@ -20,6 +20,7 @@ constexpr const char* kServerKeys[] = {"policy",
                                        "maxVictimSearches",
                                        "fairShareHalfLifeSeconds",
                                        "tiresias",
+                                       "goodput",
                                        "retryBackoff",
                                        "noticeSignal",
                                        "logCapBytes",
@@ -174,6 +175,29 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
   if (const auto m = root["minRuntimeSeconds"]) {
     TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "minRuntimeSeconds", 0, 1e7));
     out.policy.min_runtime = util::seconds_f(s);
+  }
+  if (const auto g = root["goodput"]) {
+    if (!g.IsMap()) return located(file, g, "goodput must be a map: {roundSeconds, restartGain}");
+    for (const auto& kv : g) {
+      const std::string key = kv.first.as<std::string>("");
+      if (key == "roundSeconds") {
+        TY_ASSIGN_OR_RETURN(const double s,
+                            seconds_value(file, kv.second, "goodput.roundSeconds", 1, 86400));
+        out.policy.goodput.round = util::seconds_f(s);
+      } else if (key == "restartGain") {
+        double v = -1;
+        if (!kv.second.IsScalar() || !YAML::convert<double>::decode(kv.second, v) || v < 0 ||
+            v > 100) {
+          return located(file, kv.second,
+                         "goodput.restartGain must be a number 0..100 (0.25 = a restart must "
+                         "make the job 25% faster)");
+        }
+        out.policy.goodput.restart_gain = v;
+      } else {
+        return located(file, kv.first,
+                       fmt::format("unknown key goodput.{}; known: roundSeconds, restartGain", key));
+      }
+    }
   }
   if (const auto m = root["maxVictimSearches"]) {
     int64_t v = -1;

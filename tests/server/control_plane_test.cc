@@ -175,6 +175,36 @@ TEST_F(ControlPlaneTest, PreemptionSendsNoticeThenKillsAfterGrace) {
   EXPECT_EQ(job(high)["state"], "running");
 }
 
+// The goodput policy on the server: an elastic job alone takes every GPU it may use and runs with
+// that many workers (world size); when a second elastic job arrives, the first is resized at its
+// next checkpoint (stopped with a notice, restarted smaller) and both then share the node.
+TEST_F(ControlPlaneTest, GoodputResizesAnElasticJobAtItsCheckpoint) {
+  ServerConfig c;
+  c.policy.name = "goodput";
+  c.policy.min_runtime = util::Duration(0);
+  open(c);
+  const std::string elastic =
+      "  elastic: {minWorkers: 1, maxWorkers: 4}\n"
+      "  checkpoint: {gracePeriodSeconds: 5, intervalSeconds: 60}\n";
+  const int64_t first = submit(job_yaml("first", elastic, 1));
+  cycle();
+  ASSERT_EQ(exec_.launches.size(), 4u);
+  for (const auto& l : exec_.launches) EXPECT_EQ(l.world_size, 4);
+  EXPECT_EQ(job(first)["state"], "running");
+  const int64_t second = submit(job_yaml("second", elastic, 1));
+  cycle(30);  // 30 s into its attempt: less than a round (60 s) of work to lose, so it may move
+  EXPECT_EQ(job(first)["state"], "preempting");
+  EXPECT_NE(job(first)["reason"].get<std::string>().find("resized"), std::string::npos)
+      << job(first)["reason"];
+  cycle(6);  // grace over: killed
+  cycle();
+  cycle();
+  EXPECT_EQ(job(first)["state"], "running");
+  EXPECT_EQ(job(second)["state"], "running");
+  ASSERT_EQ(exec_.launches.size(), 8u);  // 4 + 2 + 2
+  for (size_t i = 4; i < exec_.launches.size(); ++i) EXPECT_EQ(exec_.launches[i].world_size, 2);
+}
+
 // Tiresias promotes a job that has waited starvation_factor times its last attempt's length to
 // the first queue (it then ranks first among pending jobs; it still preempts only by its
 // service queue). The server must tell the scheduler that length, as the simulator does.

@@ -53,6 +53,12 @@ TEST(ServerConfig, PreemptionAndFairShareKeys) {
   EXPECT_EQ(c->policy.fair.usage_half_life, util::seconds(86400));
   EXPECT_EQ(c->policy.tiresias.queue_thresholds, (std::vector<double>{1000, 5000, 20000}));
   EXPECT_EQ(c->policy.tiresias.starvation_factor, 4);
+  auto g = parse_server_config("policy: goodput\ngoodput: {roundSeconds: 30, restartGain: 0.5}\n",
+                               "g.yaml");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(g->policy.name, "goodput");
+  EXPECT_EQ(g->policy.goodput.round, util::seconds(30));
+  EXPECT_EQ(g->policy.goodput.restart_gain, 0.5);
   auto d = parse_server_config("policy: fair\n", "d.yaml");
   ASSERT_TRUE(d.is_ok());
   EXPECT_EQ(d->policy.min_runtime, util::seconds(300));  // the documented defaults
@@ -62,7 +68,10 @@ TEST(ServerConfig, PreemptionAndFairShareKeys) {
            {"maxVictimSearches: lots\n", "c.yaml:1: maxVictimSearches must be a whole number"},
            {"tiresias: {queueThresholds: [500, 100]}\n", "must increase"},
            {"tiresias: {thresholds: [1]}\n", "unknown key tiresias.thresholds"},
-           {"fairShareHalfLifeSeconds: soon\n", "c.yaml:1: fairShareHalfLifeSeconds"}}) {
+           {"fairShareHalfLifeSeconds: soon\n", "c.yaml:1: fairShareHalfLifeSeconds"},
+           {"goodput: {restartGain: -1}\n", "c.yaml:1: goodput.restartGain must be a number"},
+           {"goodput: {roundSeconds: 0}\n", "goodput.roundSeconds"},
+           {"goodput: {rounds: 5}\n", "unknown key goodput.rounds"}}) {
     auto bad = parse_server_config(text, "c.yaml");
     ASSERT_FALSE(bad.is_ok()) << text;
     EXPECT_NE(bad.status().message().find(what), std::string::npos) << bad.status().message();
