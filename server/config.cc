@@ -194,8 +194,9 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
         }
         out.policy.goodput.restart_gain = v;
       } else {
-        return located(file, kv.first,
-                       fmt::format("unknown key goodput.{}; known: roundSeconds, restartGain", key));
+        return located(
+            file, kv.first,
+            fmt::format("unknown key goodput.{}; known: roundSeconds, restartGain", key));
       }
     }
   }
