@@ -28,7 +28,7 @@ struct SimulateArgs {
   std::string trace;
   std::string trace_format = "auto";
   std::string cluster;
-  std::string policies = "fifo,backfill,srtf,tiresias,fair,priority";
+  std::string policies = "fifo,backfill,srtf,tiresias,fair,priority,goodput";
   uint64_t seed = 1;
   std::string out = "out/simulate";
   bool plot = false;
@@ -343,7 +343,7 @@ Runner add_simulate_command(CLI::App& app) {
   cmd->add_option("--slurm-default-gpu", args->slurm_default_gpu,
                   "accelerator model of slurm.conf nodes whose Gres=gpu:N names no type");
   cmd->add_option("--policy", args->policies,
-                  "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority")
+                  "comma-separated policies: fifo,backfill,srtf,tiresias,fair,priority,goodput")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed,
                   "seed for everything random (priority classes of traces without them)")

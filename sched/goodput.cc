@@ -27,6 +27,7 @@
 // budgets are.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -58,7 +59,12 @@ bool whole_gpus(const SnapshotJob& j) {
 class Goodput {
  public:
   Goodput(const Snapshot& snap, const PolicyConfig& cfg, Plan& plan)
-      : snap_(snap), cfg_(cfg), plan_(plan), gpus_per_node_(snap.gpu_models.size(), 0) {
+      : snap_(snap),
+        cfg_(cfg),
+        plan_(plan),
+        gpus_per_node_(snap.gpu_models.size(), 0),
+        selectors_(snap),
+        migs_(snap) {
     for (const SnapshotNode& n : snap.nodes) {
       if (n.schedulable && !n.mig_enabled && n.gpu_model >= 0)
         gpus_per_node_[n.gpu_model] = std::max(gpus_per_node_[n.gpu_model], n.gpu_count);
@@ -126,7 +132,8 @@ class Goodput {
           continue;
         }
         uint8_t filter = 0;
-        if (never_fits(j, snap_, &filter)) {
+        const PlaceOptions opts = place_options(j);
+        if (never_fits(j, snap_, &filter, opts, &groups(opts.selector_matches))) {
           plan_.waiting.push_back(
               {j.id, Stage::Placement, WaitCode::NeverFits, j.gpu_share().value(), filter});
           continue;
@@ -265,7 +272,7 @@ class Goodput {
     }
     for (int idx : others_) {
       const SnapshotJob& j = snap_.jobs[idx];
-      PlaceResult r = place(j, state, {.strategy = cfg_.placement});
+      PlaceResult r = place(j, state, place_options(j));
       if (r.fit == Fit::Fits) {
         state.apply(r.placement, j.worker);
         plan_.starts.push_back({j.id, std::move(r.placement)});
@@ -280,9 +287,11 @@ class Goodput {
   bool start(const SnapshotJob& j, const Candidate& c, ClusterState& state) {
     SnapshotJob shape = j;
     shape.gpu_model_mask = uint64_t{1} << c.model;
+    PlaceOptions opts = place_options(j);
+    opts.strategy = PlacementStrategy::Pack;  // a gang on the fewest nodes runs fastest
     for (int k = c.workers; k >= min_workers(j); --k) {
       shape.workers = k;
-      PlaceResult r = place(shape, state, {.strategy = PlacementStrategy::Pack});
+      PlaceResult r = place(shape, state, opts);
       if (r.fit != Fit::Fits) continue;
       state.apply(r.placement, j.worker);
       StartAction s{j.id, std::move(r.placement)};
@@ -296,6 +305,19 @@ class Goodput {
     return false;
   }
 
+  PlaceOptions place_options(const SnapshotJob& j) {
+    return {.strategy = cfg_.placement,
+            .selector_matches = selectors_.matching(j.node_selector),
+            .mig_profile_by_model = migs_.by_model(j.worker.mig_profile)};
+  }
+  // The snapshot's node groups for one node selector (never_fits decides per group).
+  const NodeGroups& groups(const std::vector<bool>* selector_matches) {
+    auto it = groups_.find(selector_matches);
+    if (it == groups_.end())
+      it = groups_.try_emplace(selector_matches, snap_, selector_matches).first;
+    return it->second;
+  }
+
   void wait(const SnapshotJob& j, Stage stage, WaitCode code, int64_t arg) {
     plan_.waiting.push_back({j.id, stage, code, arg});
   }
@@ -307,6 +329,9 @@ class Goodput {
   std::vector<Candidate> cands_;    // whole-GPU jobs, Tiresias order
   std::vector<int> others_;         // pending fractional, MIG and CPU-only jobs, same order
   std::vector<int64_t> free_;       // per GPU model: whole GPUs not yet given (passes 1-2)
+  NodeSelectorIndex selectors_;
+  MigProfileIndex migs_;
+  std::map<const std::vector<bool>*, NodeGroups> groups_;
 };
 
 }  // namespace
