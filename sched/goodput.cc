@@ -21,10 +21,10 @@
 // Running jobs are only moved at checkpoints: within min_runtime of their start, or more than
 // a round after their newest checkpoint, they keep what they hold (passes 1-2 work around
 // them). A job that never checkpoints is never moved once started.
-// Jobs without a speed model run at a speed proportional to their GPUs (elastic) or fixed
-// (rigid). Fractional, MIG and CPU-only jobs are placed in that order where they fit, and never
-// preempt. Team quotas and cohorts are not enforced by this policy (use fair for them); team
-// budgets are.
+// Jobs without a speed model run at the pace measured from their step metrics (the server
+// fills SnapshotJob::measured), else proportional to their GPUs (elastic) or fixed (rigid).
+// Fractional, MIG and CPU-only jobs are placed in that order where they fit, and never preempt.
+// Team quotas and cohorts are not enforced by this policy (use fair for them); team budgets are.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -115,7 +115,36 @@ class Goodput {
       return {j.scaling->speed(gpus, nodes, batch, cs), static_cast<int>(batch)};
     }
     if (!j.elastic()) return {1.0, 0};
+    if (!j.measured.empty()) return {measured_speed(j.measured, k), 0};
     return {static_cast<double>(k) / min_workers(j), 0};
+  }
+
+  // Steps per second at `k` workers from the measured points: linear between them; beyond the
+  // largest, the power law through the two largest (exponent clamped to 0..1; with one point,
+  // 1: linear, Pollux's prior before it has measured); below the smallest, proportional.
+  static double measured_speed(const std::vector<MeasuredSpeed>& m, int k) {
+    const MeasuredSpeed& lo = m.front();
+    const MeasuredSpeed& hi = m.back();
+    if (k <= lo.workers) return lo.steps_per_second * k / std::max(1, lo.workers);
+    if (k >= hi.workers) {
+      double exponent = 1.0;
+      if (m.size() >= 2) {
+        const MeasuredSpeed& prev = m[m.size() - 2];
+        if (prev.steps_per_second > 0 && hi.steps_per_second > 0 && hi.workers > prev.workers) {
+          exponent = std::log(hi.steps_per_second / prev.steps_per_second) /
+                     std::log(static_cast<double>(hi.workers) / prev.workers);
+          exponent = std::clamp(exponent, 0.0, 1.0);
+        }
+      }
+      return hi.steps_per_second * std::pow(static_cast<double>(k) / hi.workers, exponent);
+    }
+    for (size_t i = 1; i < m.size(); ++i) {
+      if (k > m[i].workers) continue;
+      const double t =
+          static_cast<double>(k - m[i - 1].workers) / (m[i].workers - m[i - 1].workers);
+      return m[i - 1].steps_per_second + t * (m[i].steps_per_second - m[i - 1].steps_per_second);
+    }
+    return hi.steps_per_second;
   }
 
   void collect() {

@@ -103,6 +103,13 @@ struct SnapshotPool {
 
 enum class JobPhase { Pending, Running, Preempting };
 
+// An elastic job's measured pace at one size: steps per second with `workers` workers, from
+// the step metrics it reported (the server reads them; the simulator models speed instead).
+struct MeasuredSpeed {
+  int workers = 0;
+  double steps_per_second = 0;
+};
+
 struct SnapshotJob {
   JobId id;
   int team = -1;  // index into Snapshot::teams
@@ -117,6 +124,8 @@ struct SnapshotJob {
   // (model/scaling.h); owned by the driver, which keeps it alive as long as the snapshot.
   // nullptr: speed is proportional to GPUs for elastic jobs, fixed for rigid ones.
   const model::ScalingModel* scaling = nullptr;
+  // Without a model: the pace it was measured at, per worker count seen (ascending workers).
+  std::vector<MeasuredSpeed> measured;
   uint64_t gpu_model_mask = 0;  // allowed models (bits over gpu_models); 0 = any
   model::Labels node_selector;
   Time submitted{};

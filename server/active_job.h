@@ -3,6 +3,7 @@
 // Owned by ControlPlane and guarded by its mutex.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,10 @@ struct ActiveJob {
   // every few seconds while it runs (the scheduler prefers victims with fresh ones).
   util::Time last_checkpoint{};
   util::Time checkpoint_polled{};
+  // Elastic jobs: steps per second measured at each worker count they ran with (from rank 0's
+  // step metrics; in memory, so a server restart measures afresh). The goodput policy sizes
+  // the job from it.
+  std::map<int, double> measured_speed;
 };
 
 }  // namespace trainyard::server

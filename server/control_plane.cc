@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -192,6 +193,20 @@ std::optional<util::Time> ControlPlane::newest_checkpoint_time(const ActiveJob& 
   const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
   if (!as_job.ok()) return std::nullopt;
   return exec::newest_checkpoint_time(checkpoint_dir(job));
+}
+
+std::optional<double> ControlPlane::measured_steps_per_second(const ActiveJob& job) const {
+  const auto identity = file_identity(job.rec.team);
+  const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
+  if (!as_job.ok()) return std::nullopt;
+  const auto tail =
+      exec::read_metrics_tail(run_dir(job.rec.id, job.rec.attempt, 0) / exec::kMetricsFile);
+  if (!tail || !tail->last.is_object()) return std::nullopt;
+  const auto it = tail->last.find("step_time_s");
+  if (it == tail->last.end() || !it->is_number()) return std::nullopt;
+  const double step = it->get<double>();
+  if (!(step > 0) || !std::isfinite(step)) return std::nullopt;
+  return 1.0 / step;
 }
 
 bool ControlPlane::anonymous_allowed_from(std::optional<uint32_t> peer_uid) const {

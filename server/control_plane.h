@@ -280,6 +280,9 @@ class ControlPlane {
   std::optional<exec::Credentials> file_identity(const std::string& team) const;
   // When the job's newest checkpoint was committed, read with the job's permissions.
   std::optional<util::Time> newest_checkpoint_time(const ActiveJob& job) const;
+  // Steps per second of the job's current attempt, from rank 0's newest step metric
+  // (step_time_s), read as the job's user; nullopt when it reported none.
+  std::optional<double> measured_steps_per_second(const ActiveJob& job) const;
   // Expected seconds between interruptions of a preemptible job, passed to workers as
   // TRAINYARD_MTBF_SECONDS: (prior + observed run time) / (1 + observed interruptions), i.e. the
   // configured prior counts as one interruption's worth of evidence and observations take over.

@@ -56,6 +56,8 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       continue;
     }
     sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);
+    for (const auto& [workers, pace] : job.measured_speed)
+      sj.measured.push_back({.workers = workers, .steps_per_second = pace});
     sj.queued_since = job.rec.queued_since;
     sj.attained_gpu_time = job.rec.attained_gpu_time;
     if (running) {
@@ -68,6 +70,10 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       if (now - job.checkpoint_polled >= kCheckpointPoll) {
         job.checkpoint_polled = now;
         job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
+        if (job.manifest.spec.elastic() && job.stop == StopCause::None) {
+          if (auto pace = measured_steps_per_second(job))
+            job.measured_speed[sched::placement_workers(job.placement)] = *pace;
+        }
       }
       sj.last_checkpoint = job.last_checkpoint;
       sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;

@@ -65,6 +65,12 @@ nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobR
   add_job_controls(j, rec);
   if (active != nullptr) {
     if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
+    if (!active->measured_speed.empty()) {
+      nlohmann::json pace = nlohmann::json::object();
+      for (const auto& [workers, steps] : active->measured_speed)
+        pace[std::to_string(workers)] = steps;
+      j["measuredStepsPerSecond"] = pace;  // per worker count: what goodput sizes it by
+    }
     add_start_estimate(j, *active);
     if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
   }

@@ -253,6 +253,7 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
                "workers",
                "min_workers",
                "max_workers",
+               "measured",
                "milli",
                "mig",
                "cpu",
@@ -301,6 +302,14 @@ inline void read_job(const Reader& r, const YAML::Node& j, Snapshot& snap) {
   if (j["remaining"]) job.remaining = secs(r.get<double>(j["remaining"], "remaining"));
   job.attained_gpu_time = secs(r.opt<double>(j, "attained_gpu_seconds", 0));
   job.last_run = secs(r.opt<double>(j, "last_run", 0));
+  if (const YAML::Node m = j["measured"]) {  // {workers: steps per second}
+    if (!m.IsMap()) r.fail(m, "measured maps worker counts to steps per second");
+    for (const auto& kv : m)
+      job.measured.push_back({.workers = r.get<int>(kv.first, "workers"),
+                              .steps_per_second = r.get<double>(kv.second, "steps per second")});
+    std::sort(job.measured.begin(), job.measured.end(),
+              [](const auto& a, const auto& b) { return a.workers < b.workers; });
+  }
   job.waiting_on = util::JobId(r.opt<int64_t>(j, "waiting_on", -1));
   if (j["last_checkpoint"]) {
     job.last_checkpoint =

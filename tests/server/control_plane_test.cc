@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "fake_executor.h"
 
@@ -203,6 +204,30 @@ TEST_F(ControlPlaneTest, GoodputResizesAnElasticJobAtItsCheckpoint) {
   EXPECT_EQ(job(second)["state"], "running");
   ASSERT_EQ(exec_.launches.size(), 8u);  // 4 + 2 + 2
   for (size_t i = 4; i < exec_.launches.size(); ++i) EXPECT_EQ(exec_.launches[i].world_size, 2);
+}
+
+// The server reads an elastic job's pace from rank 0's step metrics (step_time_s) at the size it
+// runs with, shows it, and gives it to the goodput policy.
+TEST_F(ControlPlaneTest, GoodputMeasuresAnElasticJobsPaceFromItsStepMetrics) {
+  ServerConfig c;
+  c.policy.name = "goodput";
+  open(c);
+  const int64_t id = submit(job_yaml("paced", "  elastic: {minWorkers: 1, maxWorkers: 4}\n", 1));
+  cycle();
+  ASSERT_EQ(exec_.launches.size(), 4u);
+  EXPECT_FALSE(job(id).contains("measuredStepsPerSecond"));
+  {
+    const std::filesystem::path rank0 = exec_.launches[0].run_dir;
+    std::filesystem::create_directories(rank0);
+    std::ofstream out(rank0 / "metrics.jsonl");
+    out << R"({"step": 1, "step_time_s": 0.8})"
+        << "\n"
+        << R"({"step": 2, "step_time_s": 0.5})"
+        << "\n";
+  }
+  cycle(6);  // the pace is read every 5 s
+  ASSERT_TRUE(job(id).contains("measuredStepsPerSecond")) << job(id).dump();
+  EXPECT_DOUBLE_EQ(job(id)["measuredStepsPerSecond"]["4"].get<double>(), 2.0);
 }
 
 // Tiresias promotes a job that has waited starvation_factor times its last attempt's length to
