@@ -20,7 +20,7 @@
 //      their type) in that order.
 // Running jobs are only moved at checkpoints: within min_runtime of their start, or more than
 // a round after their newest checkpoint, they keep what they hold (passes 1-2 work around
-// them). A job that never checkpoints is never moved once started.
+// them). A job that never checkpoints is never moved once started, nor is a rigid job.
 // Jobs without a speed model run at the pace measured from their step metrics (the server
 // fills SnapshotJob::measured), else proportional to their GPUs (elastic) or fixed (rigid).
 // Fractional, MIG and CPU-only jobs are placed in that order where they fit, and never preempt.
@@ -179,7 +179,10 @@ class Goodput {
         // Restarts happen at checkpoints: a job whose newest checkpoint is more than a round
         // old keeps its GPUs until it saves again (one that never saves, to its end), so no
         // reallocation throws much work away and none can cycle without progress.
-        c.locked = !j.preemptible || snap_.now - j.started < cfg_.min_runtime ||
+        // A rigid job is never moved once started: it cannot shrink, and pausing it for a job
+        // whose gang may not fit the GPUs it frees (fragments) only throws work away; Tiresias
+        // is the policy that pauses rigid jobs.
+        c.locked = !j.elastic() || !j.preemptible || snap_.now - j.started < cfg_.min_runtime ||
                    j.work_at_risk(snap_.now) > cfg_.goodput.round;
         if (c.locked) {
           c.model = c.cur_model;
