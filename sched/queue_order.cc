@@ -251,9 +251,13 @@ std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueO
 std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig& cfg) {
   auto traits = find_policy(cfg.name);
   if (traits.is_ok() && traits->order == QueueOrderKind::Goodput) {
-    // Goodput: a round while any job runs or waits (speed-ups change as jobs come and go, and
-    // jobs leave their minimum run time).
-    if (snap.jobs.empty() || cfg.goodput.round <= Duration(0)) return std::nullopt;
+    // Goodput: a round while any job runs (running jobs leave their minimum run time and save
+    // checkpoints, which lets them move). With none running nothing changes until an event:
+    // every waiting job that fits was started by this plan.
+    const bool running = std::any_of(snap.jobs.begin(), snap.jobs.end(), [](const SnapshotJob& j) {
+      return j.phase == JobPhase::Running;
+    });
+    if (!running || cfg.goodput.round <= Duration(0)) return std::nullopt;
     return snap.now + cfg.goodput.round;
   }
   if (!traits.is_ok() || traits->order != QueueOrderKind::Tiresias) return std::nullopt;

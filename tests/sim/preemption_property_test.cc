@@ -205,6 +205,23 @@ TEST(GoodputPolicy, BeatsTiresiasAndFairOnTheSiaClusterOfThreeGpuTypes) {
   EXPECT_LT(goodput, 0.8 * fair) << goodput << " h vs fair " << fair << " h";
 }
 
+// A job that can never fit does not keep goodput's rounds going: the run ends with it counted
+// as unfinished (NeverFits), not in the watchdog.
+TEST(GoodputPolicy, ARunWithAJobThatNeverFitsEnds) {
+  auto w = load_trace_from_text("csv", "submit_time,duration,gpus,workers\n0,100,1,1\n10,100,8,2\n",
+                                "nf.csv", TraceOptions{});
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  auto c =
+      parse_cluster_yaml("pools:\n  - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 4}\n", "c.yaml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  SimOptions o;
+  o.policy.name = "goodput";
+  auto r = simulate(*w, *c, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->unfinished, 1);
+  EXPECT_EQ(r->unfinished_by_reason["NeverFits"], 1);
+}
+
 TEST(GoodputPolicy, BeatsTiresiasOnThePolluxTestbed) {
   const std::string trace =
       std::string(TY_SHARED_DIR) + "/traces/pollux-workloads/workloads/workload-6.csv";
