@@ -64,4 +64,12 @@ struct ActiveJob {
   std::map<int, double> measured_speed;
 };
 
+// Workers of the job's current attempt: as many as it was placed with for an elastic job (the
+// goodput policy sizes it), else the spec's.
+inline int attempt_workers(const ActiveJob& job) {
+  return job.manifest.spec.elastic() && !job.placement.empty()
+             ? sched::placement_workers(job.placement)
+             : job.manifest.spec.workers;
+}
+
 }  // namespace trainyard::server

@@ -66,10 +66,7 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   const auto& proc = job.manifest.process;
   std::vector<std::string> argv = proc.command;
   argv.insert(argv.end(), proc.args.begin(), proc.args.end());
-  // An elastic job runs with as many workers as the scheduler placed (spec.elastic).
-  const int world = spec.elastic() && !job.placement.empty()
-                        ? sched::placement_workers(job.placement)
-                        : spec.workers;
+  const int world = attempt_workers(job);
   const int port = world > 1 ? free_port() : 0;  // a rendezvous only for gangs
   job.workers.clear();
   // The team's user, and the dirs that user must reach before any of its workers starts. A

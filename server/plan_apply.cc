@@ -65,14 +65,13 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
           job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
       sj.started = job.rec.started;
       sj.placement = job.placement;
-      if (job.manifest.spec.elastic() && !job.placement.empty())
-        sj.workers = sched::placement_workers(job.placement);  // this attempt's size
+      sj.workers = attempt_workers(job);
       if (now - job.checkpoint_polled >= kCheckpointPoll) {
         job.checkpoint_polled = now;
         job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
         if (job.manifest.spec.elastic() && job.stop == StopCause::None) {
           if (auto pace = measured_steps_per_second(job))
-            job.measured_speed[sched::placement_workers(job.placement)] = *pace;
+            job.measured_speed[attempt_workers(job)] = *pace;
         }
       }
       sj.last_checkpoint = job.last_checkpoint;

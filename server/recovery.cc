@@ -139,9 +139,7 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     }
   }
   int found = 0;
-  const int world = job.manifest.spec.elastic() && !job.placement.empty()
-                        ? sched::placement_workers(job.placement)
-                        : job.manifest.spec.workers;
+  const int world = attempt_workers(job);
   for (int rank = 0; rank < world; ++rank) {
     WorkerProcess& w = by_rank[rank];
     w.rank = rank;
