@@ -200,7 +200,8 @@ struct SlurmExecutor::State {
   std::vector<SlurmJob> jobs;
   std::vector<SlurmNodeInfo> nodes;
   SlurmClusterView view;
-  util::Time picture_wall{};  // when the picture was taken (wall clock)
+  util::Time picture_wall{};  // when the picture was taken: just before squeue ran (wall clock)
+  util::Duration picture_steady{};  // the same moment on the steady clock, to order pictures
   bool have_picture = false;
 
   // Derived from the picture: our attempts' Slurm jobs by leader id.
@@ -362,6 +363,11 @@ util::Result<std::string> command_output(const SlurmOptions& o, const char* name
 }  // namespace
 
 util::Status SlurmExecutor::refresh_now() {
+  // Taken before Slurm is asked: a slow answer (a loaded machine) must not date the picture
+  // later than what it shows, and an answer older than the one kept never replaces it (the
+  // refresher thread and a poll that asks at once can overlap).
+  const util::Time taken_wall = util::WallClock().now();
+  const util::Duration taken = util::WallClock::steady_now();
   util::Status failure = util::Status::ok();
   std::vector<SlurmJob> jobs;
   std::vector<SlurmNodeInfo> nodes;
@@ -382,6 +388,7 @@ util::Status SlurmExecutor::refresh_now() {
   }
   std::lock_guard lock(state_->mu);
   State& st = *state_;
+  if (st.have_picture && taken < st.picture_steady) return failure;
   if (!failure.is_ok()) {
     if (st.view.reachable || st.view.error != failure.message())
       TY_LOG_WARN("Slurm is not answering: {} (retrying every {:.0f} s)", failure.message(),
@@ -394,7 +401,8 @@ util::Status SlurmExecutor::refresh_now() {
   if (!st.view.reachable && st.have_picture) TY_LOG_INFO("Slurm answers again");
   st.jobs = std::move(jobs);
   st.nodes = std::move(nodes);
-  st.picture_wall = util::WallClock().now();
+  st.picture_wall = taken_wall;
+  st.picture_steady = taken;
   st.have_picture = true;
   // Our attempts' jobs, by leader.
   st.ours.clear();
@@ -490,8 +498,10 @@ util::Status SlurmExecutor::refresh_now() {
       used += g.count;
       used_known = true;
     }
+    // Two sources: the node's GRES in use less ours, and the GPUs of others' jobs that squeue
+    // lists there; the larger wins, so neither one's lag frees a GPU someone holds.
     const int ours_here = our_gpus_on[n.name];
-    v.gpus_used_by_others = used_known ? std::max(0, used - ours_here) : others_gpus_on[n.name];
+    v.gpus_used_by_others = std::max(used_known ? used - ours_here : 0, others_gpus_on[n.name]);
     v.gpus_used_by_others = std::clamp(v.gpus_used_by_others, 0, v.gpus);
     v.cpus_used_by_others = std::max<int64_t>(0, n.alloc_cpus - our_cpus_on[n.name]);
     view.nodes.push_back(std::move(v));

@@ -70,6 +70,15 @@ class SlurmE2E(unittest.TestCase):
                 if j.get("comment", "").endswith(f":{job_id}:{attempt}") and
                 j.get("het_job_offset", 0) in (0, None)]
 
+    def slurm_says(self, job_id):
+        """The Slurm job's state and each node's GRES in use, as Slurm answers now."""
+        jobs = {str(j["job_id"]): j for j in self.cluster.jobs()}
+        j = jobs.get(str(job_id), {})
+        info = json.loads(self.cluster.run("sinfo", "--json").stdout)
+        return {"job": job_id, "state": j.get("job_state"), "reason": j.get("state_reason"),
+                "nodes": j.get("nodes"),
+                "gres_used": {n["name"]: n.get("gres_used") for n in info["nodes"]}}
+
     def nodes(self):
         out = json.loads(self.server.cli("nodes", "-o", "json").stdout)
         return {n["name"]: n for n in out["items"]}
@@ -126,14 +135,14 @@ class SlurmE2E(unittest.TestCase):
             jid = self.submit(job_spec("wide", "echo ran on $SLURMD_NODENAME", workers=2, gpus=2))
             time.sleep(2)
             j = self.server.job(jid)
-            self.assertEqual(j["state"], "pending", j)
+            self.assertEqual(j["state"], "pending", (j, self.nodes(), self.slurm_says(foreign)))
             # A job that fits beside the foreign one goes to n2.
             small = self.submit(job_spec("beside", "echo ran on $SLURMD_NODENAME", gpus=2))
             done = self.server.wait(small, timeout=90)
             self.assertEqual(done["state"], "succeeded", done)
             self.assertIn("ran on n2", self.server.logs(small))
             j = self.server.job(jid)
-            self.assertEqual(j["state"], "pending", (j, self.nodes()))
+            self.assertEqual(j["state"], "pending", (j, self.nodes(), self.slurm_says(foreign)))
         finally:
             c.run("scancel", foreign, check=False)
         j = self.server.wait(jid, timeout=90)
