@@ -6,7 +6,7 @@ int64_t held_milli(const model::Accelerator* acc, const sched::Assignment& a) {
   if (a.gpu_idx < 0) return 0;
   if (a.mig_profile < 0) return a.milli > 0 ? a.milli : model::kMilliPerGpu;
   if (acc == nullptr || a.mig_profile >= static_cast<int>(acc->mig_profiles.size())) return 0;
-  return acc->mig_profiles[a.mig_profile].compute_slices * model::kMilliPerGpu / 7;
+  return model::mig_milli(acc->mig_profiles[a.mig_profile].compute_slices);
 }
 
 int64_t held_milli(const sched::Snapshot& snap, const sched::Assignment& a) {

@@ -17,10 +17,22 @@ namespace trainyard::model {
 // A GPU is cut into 8 memory slices; a profile occupies `memory_slices` contiguous slices
 // starting at one of the positions set in `start_mask` (bit i = may start at slice i).
 inline constexpr int kMigMemorySlices = 8;
+// A GPU has 7 compute slices. A MIG instance counts as its compute slices out of 7 of a GPU
+// everywhere a share is counted: quotas, billing, lost work and what the API shows.
+inline constexpr int kMigComputeSlices = 7;
+
+// Milli-GPUs a MIG instance of `compute_slices` counts as, rounded down (3 slices: 428).
+constexpr int64_t mig_milli(int compute_slices) {
+  return compute_slices * kMilliPerGpu / kMigComputeSlices;
+}
+// The same share unrounded, as a fraction of a GPU (3 slices: 0.428571...), for display.
+constexpr double mig_gpu_fraction(int compute_slices) {
+  return static_cast<double>(compute_slices) / kMigComputeSlices;
+}
 
 struct MigProfile {
   std::string_view name;  // "1g.10gb"
-  int compute_slices;     // of 7
+  int compute_slices;     // of kMigComputeSlices
   int memory_slices;      // of 8
   Bytes memory;
   uint8_t start_mask;

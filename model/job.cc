@@ -9,7 +9,7 @@ GpuMilli WorkerRequest::gpu_share() const {
   if (!mig_profile.empty()) {
     // Compute slices of the named profile, the same on every MIG-capable model ("3g" = 3/7).
     const int slices = mig_profile[0] - '0';
-    if (slices >= 1 && slices <= 7) return GpuMilli(slices * kMilliPerGpu / 7);
+    if (slices >= 1 && slices <= kMigComputeSlices) return GpuMilli(mig_milli(slices));
     return GpuMilli(0);
   }
   return gpu_milli;

@@ -79,8 +79,7 @@ void QuotaLedger::delta(std::span<const Assignment> placement, std::vector<int64
     const int m = snap_->nodes[a.node_idx].gpu_model;
     int64_t milli = a.milli;
     if (a.mig_profile >= 0) {
-      milli = snap_->accelerators[m]->mig_profiles[a.mig_profile].compute_slices *
-              model::kMilliPerGpu / 7;
+      milli = model::mig_milli(snap_->accelerators[m]->mig_profiles[a.mig_profile].compute_slices);
     }
     (*out)[m] += milli;
     (*out)[keys_ - 1] += milli;

@@ -37,7 +37,7 @@ nlohmann::json ControlPlane::nodes() const {
             share["migStart"] = a.mig_start;
             share["computeSlices"] = p.compute_slices;
             share["memorySlices"] = p.memory_slices;
-            share["gpuFraction"] = static_cast<double>(p.compute_slices) / 7.0;
+            share["gpuFraction"] = model::mig_gpu_fraction(p.compute_slices);
           } else {
             share["gpuFraction"] = a.milli > 0 ? a.milli / 1000.0 : 1.0;
           }

@@ -406,10 +406,9 @@ std::string ControlPlane::metrics_text() const {
         const LocalNode& node = nodes_[a.node_idx];
         double share = a.milli / 1000.0;
         if (a.mig_profile >= 0) {
-          // A MIG slice holds its share of the GPU's compute (of 7).
           const auto* acc = model::find_accelerator(node.node.gpu_model);
           share = acc != nullptr && a.mig_profile < static_cast<int>(acc->mig_profiles.size())
-                      ? acc->mig_profiles[a.mig_profile].compute_slices / 7.0
+                      ? model::mig_gpu_fraction(acc->mig_profiles[a.mig_profile].compute_slices)
                       : 0.0;
         }
         for (auto& p : counts.gpus)

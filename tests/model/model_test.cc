@@ -57,6 +57,15 @@ TEST(AcceleratorCatalog, MigProfilesHaveValidPlacements) {
   EXPECT_TRUE(find_accelerator("T4")->mig_profiles.empty());
 }
 
+TEST(MigShare, CountsComputeSlicesOutOfSevenRoundedDown) {
+  EXPECT_EQ(mig_milli(1), 142);
+  EXPECT_EQ(mig_milli(3), 428);
+  EXPECT_EQ(mig_milli(4), 571);
+  EXPECT_EQ(mig_milli(kMigComputeSlices), 1000);
+  EXPECT_DOUBLE_EQ(mig_gpu_fraction(3), 3.0 / 7.0);
+  EXPECT_DOUBLE_EQ(mig_gpu_fraction(kMigComputeSlices), 1.0);
+}
+
 TEST(WorkerRequest, GpuShareCountsWholeFractionalAndMig) {
   WorkerRequest w;
   w.gpus = 2;
