@@ -89,11 +89,16 @@ void QuotaLedger::delta(std::span<const Assignment> placement, std::vector<int64
 void QuotaLedger::add(const SnapshotJob& job, std::span<const Assignment> placement, int sign) {
   if (job.team < 0) return;
   delta(placement, &scratch_);
-  const int c = cohort_of(job.team);
+  add_usage(job.team, scratch_, sign);
+}
+
+void QuotaLedger::add_usage(int team, std::span<const int64_t> per_key, int sign) {
+  if (team < 0) return;
+  const int c = cohort_of(team);
   for (int k = 0; k < keys_; ++k) {
-    usage_[job.team * keys_ + k] += sign * scratch_[k];
-    if (c >= 0 && quota(job.team, k).nominal_milli >= 0) {
-      cohort_left_[c * keys_ + k] -= sign * scratch_[k];
+    usage_[team * keys_ + k] += sign * per_key[k];
+    if (c >= 0 && quota(team, k).nominal_milli >= 0) {
+      cohort_left_[c * keys_ + k] -= sign * per_key[k];
     }
   }
 }

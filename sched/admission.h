@@ -60,6 +60,9 @@ class QuotaLedger {
   // Milli-GPUs per key (models, then "all") that a placement takes.
   std::vector<int64_t> usage_of(std::span<const Assignment> placement) const;
   void add(const SnapshotJob& job, std::span<const Assignment> placement, int sign);
+  // add() for usage per key (usage_of()'s form) the caller worked out.
+  void add_usage(int team, std::span<const int64_t> per_key, int sign);
+  int keys() const { return keys_; }
 
   int64_t usage(int team, int key) const { return usage_[team * keys_ + key]; }
   int64_t nominal(int team, int key) const { return quota(team, key).nominal_milli; }

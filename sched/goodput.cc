@@ -23,17 +23,28 @@
 // them). A job that never checkpoints is never moved once started, nor is a rigid job.
 // Jobs without a speed model run at the pace measured from their step metrics (the server
 // fills SnapshotJob::measured), else proportional to their GPUs (elastic) or fixed (rigid).
+// A pending job whose gang does not fit its type's free nodes (CPU, memory, fragments) starts
+// with its smallest gang on another type where it fits now, unless that type is more than
+// restart_gain slower for it: GPUs do not sit idle while a job could use them.
 // Fractional, MIG and CPU-only jobs are placed in that order where they fit, and never preempt.
-// Team quotas and cohorts are not enforced by this policy (use fair for them); team budgets are.
+// Team quotas hold as under the other policies: a job gets GPUs of a model only within its
+// team's nominal quota plus what it may borrow from its cohort (QuotaLedger), in passes 1-2 and
+// for the jobs placed last; a running job whose team is over quota is not kept on that account.
+// Lent quota comes back as the borrowers' elastic jobs are reallocated at their checkpoints;
+// the policy never preempts a rigid job to reclaim it (fair does). Team budgets hold too.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <queue>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
+#include "sched/admission.h"
 #include "sched/cluster_state.h"
 #include "sched/internal/goodput.h"
+#include "sched/internal/plan_context.h"
 #include "sched/placement.h"
 #include "sched/queue_order.h"
 
@@ -50,6 +61,8 @@ struct Candidate {
   int cur_workers = 0;
   int model = -1;  // target GPU model; -1 = none this plan
   int workers = 0;
+  int quota_cap = INT32_MAX;  // the most workers its team's quota allows on `model`
+  int64_t over_milli = 0;     // pass 1 found room but the quota refused: by how much
 };
 
 bool whole_gpus(const SnapshotJob& j) {
@@ -64,7 +77,10 @@ class Goodput {
         plan_(plan),
         gpus_per_node_(snap.gpu_models.size(), 0),
         selectors_(snap),
-        migs_(snap) {
+        migs_(snap),
+        ledger_(snap, false),
+        held_(snap, false),
+        per_key_(static_cast<size_t>(ledger_.keys()), 0) {
     for (const SnapshotNode& n : snap.nodes) {
       if (n.schedulable && !n.mig_enabled && n.gpu_model >= 0)
         gpus_per_node_[n.gpu_model] = std::max(gpus_per_node_[n.gpu_model], n.gpu_count);
@@ -78,6 +94,7 @@ class Goodput {
       if (c.running && !c.locked) {
         const SnapshotJob& j = snap_.jobs[c.idx];
         what_if.release(j.placement, j.worker);
+        ledger_.add(j, j.placement, -1);  // its quota is given again in passes 1-2
       }
     }
     free_.assign(snap_.gpu_models.size(), 0);
@@ -100,6 +117,24 @@ class Goodput {
   }
   bool allowed(const SnapshotJob& j, int m) const {
     return j.gpu_model_mask == 0 || ((j.gpu_model_mask >> m) & 1u) != 0;
+  }
+
+  // Whether `j`'s team may take `gpus` more whole GPUs of model `m` (0 when it may; else by
+  // how many milli-GPUs it would go over); take_quota() also counts them.
+  int64_t quota_refuses(const SnapshotJob& j, int m, int64_t gpus) {  // gpus > 0
+    if (!ledger_.has_quotas() || j.team < 0 || gpus <= 0) return 0;
+    std::fill(per_key_.begin(), per_key_.end(), 0);
+    per_key_[m] = gpus * model::kMilliPerGpu;
+    per_key_.back() = gpus * model::kMilliPerGpu;  // the "all models" key
+    const QuotaVerdict v = ledger_.check_usage(j.team, per_key_);
+    return v.admitted ? 0 : std::max<int64_t>(1, v.over_milli);
+  }
+  void take_quota(const SnapshotJob& j, int m, int64_t gpus) {
+    if (!ledger_.has_quotas() || j.team < 0 || gpus <= 0) return;
+    std::fill(per_key_.begin(), per_key_.end(), 0);
+    per_key_[m] = gpus * model::kMilliPerGpu;
+    per_key_.back() = gpus * model::kMilliPerGpu;
+    ledger_.add_usage(j.team, per_key_, +1);
   }
 
   // Modelled speed of `j` with `k` workers packed on GPUs of model `m`, and the batch for it.
@@ -203,6 +238,10 @@ class Goodput {
       double best = 0;
       for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
         if (!allowed(j, m) || free_[m] < need || gpus_per_node_[m] < per_worker(j)) continue;
+        if (const int64_t over = quota_refuses(j, m, need); over > 0) {
+          c.over_milli = c.over_milli > 0 ? std::min(c.over_milli, over) : over;
+          continue;
+        }
         double s = speed(j, m, k).first;
         if (c.running && m == c.cur_model) s *= 1 + cfg_.goodput.restart_gain;  // stay put
         if (s > best) {
@@ -211,8 +250,10 @@ class Goodput {
         }
       }
       if (c.model < 0) continue;
+      c.over_milli = 0;
       c.workers = k;
       free_[c.model] -= need;
+      take_quota(j, c.model, need);
     }
   }
 
@@ -226,7 +267,7 @@ class Goodput {
     auto push = [&](int ci) {
       const Candidate& c = cands_[ci];
       const SnapshotJob& j = snap_.jobs[c.idx];
-      if (c.locked || c.model < 0 || c.workers >= max_workers(j)) return;
+      if (c.locked || c.model < 0 || c.workers >= std::min(max_workers(j), c.quota_cap)) return;
       const int per = per_worker(j);
       const int room = static_cast<int>(free_[c.model] / per);
       // Speed-ups relative to the job's smallest gang on this type (Pollux: relative to a
@@ -236,7 +277,8 @@ class Goodput {
       double best = 0;
       int add = 0;
       for (int k = c.workers + 1;
-           k <= std::min({max_workers(j), c.workers + room, c.workers + kLookAhead}); ++k) {
+           k <= std::min({max_workers(j), c.quota_cap, c.workers + room, c.workers + kLookAhead});
+           ++k) {
         const double next = speed(j, c.model, k).first / base;
         if (next <= now * 1.001) continue;  // no gain (or a loss) at this size
         double gain = (1.0 / now - 1.0 / next) / ((k - c.workers) * per);
@@ -257,12 +299,22 @@ class Goodput {
       const auto [gain, rank, ci, add] = heap.top();
       heap.pop();
       Candidate& c = cands_[ci];
-      const int64_t need = int64_t{add} * per_worker(snap_.jobs[c.idx]);
+      const SnapshotJob& j = snap_.jobs[c.idx];
+      const int64_t need = int64_t{add} * per_worker(j);
       if (free_[c.model] < need) {
         push(ci);  // less room than when it was pushed: look again at what is left
         continue;
       }
+      if (quota_refuses(j, c.model, need) > 0) {
+        // The team's quota stops it short: the most it may still add, then look again.
+        int may = add - 1;
+        while (may > 0 && quota_refuses(j, c.model, int64_t{may} * per_worker(j)) > 0) --may;
+        c.quota_cap = c.workers + may;
+        push(ci);
+        continue;
+      }
       free_[c.model] -= need;
+      take_quota(j, c.model, need);
       c.workers += add;
       push(ci);
     }
@@ -278,6 +330,8 @@ class Goodput {
       if (j.phase == JobPhase::Preempting && whole_gpus(j) && !j.placement.empty())
         freeing[snap_.nodes[j.placement.front().node_idx].gpu_model] += j.gpu_share().value();
     }
+    // GPUs per model that the resized jobs will take, beyond their own, when they restart.
+    std::vector<int64_t> promised(snap_.gpu_models.size(), 0);
     for (Candidate& c : cands_) {
       if (!c.running || c.locked) continue;
       const SnapshotJob& j = snap_.jobs[c.idx];
@@ -289,14 +343,29 @@ class Goodput {
       }
       plan_.preemptions.push_back({j.id, util::kNoJob, PreemptCause::Resize});
       freeing[c.cur_model] += j.gpu_share().value();
+      if (c.model >= 0) {
+        const int64_t keeps = c.model == c.cur_model ? int64_t{c.cur_workers} : 0;
+        promised[c.model] += std::max<int64_t>(0, c.workers - keeps) * per_worker(j);
+      }
     }
     const int64_t stopping = static_cast<int64_t>(plan_.preemptions.size());
-    for (const Candidate& c : cands_) {
+    std::vector<Candidate*> unstarted;
+    for (Candidate& c : cands_) {
       if (c.running) continue;
+      if (c.model >= 0 && start(snap_.jobs[c.idx], c, state)) continue;
+      unstarted.push_back(&c);
+    }
+    for (Candidate* cp : unstarted) {
+      Candidate& c = *cp;
       const SnapshotJob& j = snap_.jobs[c.idx];
-      if (c.model >= 0 && start(j, c, state)) continue;
+      int64_t quota_over = 0;
+      if (fill(j, c, state, promised, &quota_over)) continue;
       const int64_t need = int64_t{min_workers(j)} * j.worker.gpu_share().value();
-      if (c.model >= 0 && freeing[c.model] >= need) {
+      if (quota_over > 0) {
+        wait(j, Stage::Admission, WaitCode::QuotaExceeded, quota_over);
+      } else if (c.model < 0 && c.over_milli > 0) {
+        wait(j, Stage::Admission, WaitCode::QuotaExceeded, c.over_milli);
+      } else if (c.model >= 0 && freeing[c.model] >= need) {
         wait(j, Stage::Preemption, WaitCode::AwaitingVictims, stopping);
       } else {
         wait(j, Stage::Placement, WaitCode::NoCapacityNow, need);
@@ -306,6 +375,11 @@ class Goodput {
       const SnapshotJob& j = snap_.jobs[idx];
       PlaceResult r = place(j, state, place_options(j));
       if (r.fit == Fit::Fits) {
+        if (const QuotaVerdict v = held_.check(j, r.placement); !v.admitted) {
+          wait(j, Stage::Admission, WaitCode::QuotaExceeded, v.over_milli);
+          continue;
+        }
+        held_.add(j, r.placement, +1);
         state.apply(r.placement, j.worker);
         plan_.starts.push_back({j.id, std::move(r.placement)});
       } else {
@@ -315,8 +389,61 @@ class Goodput {
     }
   }
 
+  // Work conservation: a pending job that did not start where passes 1-2 put it (its gang did
+  // not fit the free nodes of that type: CPU, memory, fragments), or that got no type there,
+  // starts with its smallest gang on any type where it fits now, fastest first, within its
+  // team's quota and leaving the GPUs promised to growing jobs. When it does not start but
+  // some type has the room and only the quota refuses, `quota_over` says by how much.
+  bool fill(const SnapshotJob& j, Candidate& c, ClusterState& state,
+            const std::vector<int64_t>& promised, int64_t* quota_over) {
+    const int64_t need = int64_t{min_workers(j)} * per_worker(j);
+    if (idle_starts_ != plan_.starts.size()) {  // whole free GPUs per type, as of now
+      idle_starts_ = plan_.starts.size();
+      idle_.assign(free_.size(), 0);
+      most_idle_ = 0;
+      for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
+        for (int f = 1; f <= model::kMaxGpusPerNode; ++f)
+          idle_[m] += static_cast<int64_t>(state.bucket(m, f).size()) * f;
+        most_idle_ = std::max(most_idle_, idle_[m] - promised[m]);
+      }
+    }
+    if (need > most_idle_) return false;  // no type has the GPUs (a full cluster: most jobs)
+    Shape shape = shape_of(j);
+    shape.workers = min_workers(j);
+    std::vector<std::pair<double, int>>& types = types_;
+    types.clear();
+    for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
+      if (!allowed(j, m) || gpus_per_node_[m] < per_worker(j) || idle_[m] - need < promised[m])
+        continue;
+      shape.model_mask = uint64_t{1} << m;
+      if (unfit_.contains(shape)) continue;  // capacity only shrinks while starts are placed
+      types.emplace_back(-speed(j, m, min_workers(j)).first, m);
+    }
+    std::sort(types.begin(), types.end());
+    // Not on a type much slower than its target: it waits for that one (Sia's point).
+    const double target = c.model >= 0 ? speed(j, c.model, c.workers).first : 0.0;
+    for (const auto& [neg_speed, m] : types) {
+      if (-neg_speed * (1 + cfg_.goodput.restart_gain) < target) break;
+      shape.model_mask = uint64_t{1} << m;
+      Candidate at = c;
+      at.model = m;
+      at.workers = min_workers(j);
+      int64_t over = 0;
+      if (start(j, at, state, &over)) return true;
+      if (over > 0) {
+        *quota_over = *quota_over > 0 ? std::min(*quota_over, over) : over;
+      } else {
+        unfit_.insert(shape);
+      }
+    }
+    return false;
+  }
+
   // Places `c`'s target gang (or, short of room, a smaller one down to its minimum).
-  bool start(const SnapshotJob& j, const Candidate& c, ClusterState& state) {
+  // Starts only within the team's quota as held now (jobs being stopped still hold theirs);
+  // `quota_over` (optional) says by how much the quota refused a gang that had room.
+  bool start(const SnapshotJob& j, const Candidate& c, ClusterState& state,
+             int64_t* quota_over = nullptr) {
     SnapshotJob shape = j;
     shape.gpu_model_mask = uint64_t{1} << c.model;
     PlaceOptions opts = place_options(j);
@@ -325,6 +452,11 @@ class Goodput {
       shape.workers = k;
       PlaceResult r = place(shape, state, opts);
       if (r.fit != Fit::Fits) continue;
+      if (const QuotaVerdict v = held_.check(j, r.placement); !v.admitted) {
+        if (quota_over != nullptr) *quota_over = std::max<int64_t>(1, v.over_milli);
+        continue;
+      }
+      held_.add(j, r.placement, +1);
       state.apply(r.placement, j.worker);
       StartAction s{j.id, std::move(r.placement)};
       if (j.elastic()) {
@@ -364,6 +496,16 @@ class Goodput {
   NodeSelectorIndex selectors_;
   MigProfileIndex migs_;
   std::map<const std::vector<bool>*, NodeGroups> groups_;
+  QuotaLedger ledger_;  // quota usage of the allocation passes 1-2 work out
+  QuotaLedger held_;    // quota usage as held now, with this plan's starts
+  // fill(): whole free GPUs per type as of idle_starts_ starts; shapes (one type each) that
+  // did not fit.
+  std::vector<int64_t> idle_;
+  int64_t most_idle_ = 0;  // the largest idle_ less what is promised
+  size_t idle_starts_ = SIZE_MAX;
+  std::unordered_set<Shape, ShapeHash> unfit_;
+  std::vector<std::pair<double, int>> types_;  // fill()'s scratch
+  std::vector<int64_t> per_key_;               // scratch: usage per quota key
 };
 
 }  // namespace

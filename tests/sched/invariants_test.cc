@@ -84,6 +84,15 @@ std::string check_accounting(const Snapshot& snap, const Plan& p, const PolicyTr
     const SnapshotJob* v = find_job(snap, x.job);
     const SnapshotJob* f = find_job(snap, x.for_job);
     if (traits.victims == VictimRule::None) return "non-preemptive policy preempted";
+    if (traits.victims == VictimRule::Reallocate) {
+      // goodput stops elastic jobs to restart them at another size, for no one job; only
+      // jobs that may move: running, preemptible, elastic, past their minimum run time.
+      if (!v || x.for_job != util::kNoJob || x.cause != PreemptCause::Resize ||
+          v->phase != JobPhase::Running || !v->preemptible || !v->elastic() ||
+          snap.now - v->started < cfg.min_runtime)
+        return fmt::format("bad resize of {}", x.job.value());
+      continue;
+    }
     if (!v || !f || v->phase != JobPhase::Running || !v->preemptible || f->is_running())
       return fmt::format("bad preemption of {} for {}", x.job.value(), x.for_job.value());
     ++victims_for[x.for_job.value()];
@@ -100,6 +109,17 @@ std::string check_accounting(const Snapshot& snap, const Plan& p, const PolicyTr
   }
   for (const WaitReason& w : p.waiting) {
     const int64_t id = w.job.value();
+    if (w.code == WaitCode::AwaitingVictims && traits.victims == VictimRule::Reallocate) {
+      // goodput: the job waits for the GPUs of the jobs it stops this plan (all of them).
+      // (0 when it awaits only jobs already leaving).
+      const bool leaving = std::any_of(snap.jobs.begin(), snap.jobs.end(), [](const auto& j) {
+        return j.phase == JobPhase::Preempting;
+      });
+      if (w.arg != static_cast<int64_t>(p.preemptions.size()) || (w.arg == 0 && !leaving))
+        return fmt::format("job {} awaits {} resizes, plan has {}", id, w.arg,
+                           p.preemptions.size());
+      continue;
+    }
     if (w.code == WaitCode::AwaitingVictims) {
       // Victims that are already leaving cost nothing, so a job may await 0 new victims.
       if (w.arg != (victims_for.contains(id) ? victims_for[id] : 0))
@@ -147,9 +167,12 @@ std::string check_placements(const Snapshot& snap, const Plan& p, const PolicyTr
   const ClusterState empty_state(empty);
   // Capacity held outside the plan's starts (a backfill reservation, or GPUs kept free for a
   // job awaiting victims) may be what a NoCapacityNow job lacks; only check without either.
-  const bool holds =
-      traits.backfill || std::any_of(p.waiting.begin(), p.waiting.end(),
-                                     [](auto& w) { return w.code == WaitCode::AwaitingVictims; });
+  // goodput keeps free the GPUs that the jobs it resizes will take when they restart.
+  const bool holds = traits.backfill ||
+                     std::any_of(p.waiting.begin(), p.waiting.end(),
+                                 [](auto& w) { return w.code == WaitCode::AwaitingVictims; }) ||
+                     std::any_of(p.preemptions.begin(), p.preemptions.end(),
+                                 [](auto& x) { return x.cause == PreemptCause::Resize; });
   for (const WaitReason& w : p.waiting) {
     const SnapshotJob& job = *find_job(snap, w.job);
     if (w.code == WaitCode::NoCapacityNow && !holds && place(job, after, opts).fit == Fit::Fits) {
@@ -231,7 +254,7 @@ TEST_P(PlanProperties, HoldForRandomSnapshots) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, PlanProperties,
                          ::testing::Values("fifo", "backfill", "srtf", "tiresias", "fair",
-                                           "priority"),
+                                           "priority", "goodput"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

@@ -127,6 +127,14 @@ class RandomSnapshot {
       if (chance(0.15)) j.node_selector["zone"] = chance(0.5) ? "a" : "c";
       if (chance(0.1)) j.waiting_on = util::JobId(pick(ids));
     }
+    // A third of the whole-GPU jobs are elastic (1 to workers + 2 workers), and a running one
+    // saved a checkpoint a minute ago, so goodput may resize it. Decided by id, not by the
+    // random stream, so the rest of every snapshot is as it was.
+    if (j.worker.gpus > 0 && j.worker.mig_profile.empty() && (id / 3) % 3 == 0) {
+      j.min_workers = 1;
+      j.max_workers = j.workers + 2;
+      if (j.is_running()) j.last_checkpoint = snap_.now - util::seconds(60);
+    }
     snap_.jobs.push_back(std::move(j));
   }
 
