@@ -38,6 +38,7 @@
 #include <map>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -63,6 +64,7 @@ struct Candidate {
   int workers = 0;
   int quota_cap = INT32_MAX;  // the most workers its team's quota allows on `model`
   int64_t over_milli = 0;     // pass 1 found room but the quota refused: by how much
+  int64_t need = 0;           // whole GPUs of its smallest gang (read once: passes stay in cands_)
 };
 
 bool whole_gpus(const SnapshotJob& j) {
@@ -76,6 +78,7 @@ class Goodput {
         cfg_(cfg),
         plan_(plan),
         gpus_per_node_(snap.gpu_models.size(), 0),
+        leaving_(snap.gpu_models.size(), 0),
         selectors_(snap),
         migs_(snap),
         ledger_(snap, false),
@@ -183,9 +186,18 @@ class Goodput {
   }
 
   void collect() {
-    for (int idx : rank_jobs(snap_, cfg_, QueueOrderKind::Goodput, true)) {
+    const std::vector<int> order = rank_jobs(snap_, cfg_, QueueOrderKind::Goodput, true);
+    for (size_t i = 0; i < order.size(); ++i) {
+      // Jobs are read in rank order, scattered over the job array: fetch ahead.
+      if (i + 8 < order.size()) __builtin_prefetch(&snap_.jobs[order[i + 8]]);
+      const int idx = order[i];
       const SnapshotJob& j = snap_.jobs[idx];
-      if (j.phase == JobPhase::Preempting) continue;
+      if (j.phase == JobPhase::Preempting) {  // its GPUs come free when it has stopped
+        if (whole_gpus(j) && !j.placement.empty())
+          leaving_[snap_.nodes[j.placement.front().node_idx].gpu_model] += j.gpu_share().value();
+        continue;
+      }
+      Shape shape{};
       if (j.phase == JobPhase::Pending) {
         if (j.waiting_on != util::kNoJob) {
           wait(j, Stage::Dependency, WaitCode::DependencyUnfinished, j.waiting_on.value());
@@ -195,11 +207,18 @@ class Goodput {
           wait(j, Stage::Admission, WaitCode::BudgetExhausted, j.team);
           continue;
         }
-        uint8_t filter = 0;
-        const PlaceOptions opts = place_options(j);
-        if (never_fits(j, snap_, &filter, opts, &groups(opts.selector_matches))) {
-          plan_.waiting.push_back(
-              {j.id, Stage::Placement, WaitCode::NeverFits, j.gpu_share().value(), filter});
+        // Whether a job could ever fit depends on its shape only: asked once per shape.
+        shape = shape_of(j);
+        auto [it, fresh] = ever_.try_emplace(shape, kFits);
+        if (fresh) {
+          uint8_t filter = 0;
+          const PlaceOptions opts = place_options(j);
+          if (never_fits(j, snap_, &filter, opts, &groups(opts.selector_matches)))
+            it->second = filter;
+        }
+        if (it->second != kFits) {
+          plan_.waiting.push_back({j.id, Stage::Placement, WaitCode::NeverFits,
+                                   j.gpu_share().value(), static_cast<uint8_t>(it->second)});
           continue;
         }
       }
@@ -207,7 +226,8 @@ class Goodput {
         if (!j.is_running()) others_.push_back(idx);
         continue;
       }
-      Candidate c{.idx = idx, .running = j.is_running()};
+      Candidate c{
+          .idx = idx, .running = j.is_running(), .need = int64_t{min_workers(j)} * per_worker(j)};
       if (c.running) {
         c.cur_model = snap_.nodes[j.placement.front().node_idx].gpu_model;
         c.cur_workers = j.workers;
@@ -225,16 +245,21 @@ class Goodput {
         }
       }
       cands_.push_back(c);
+      shapes_.push_back(shape);
     }
   }
 
   // Pass 1: every job its smallest gang on its fastest type, in Tiresias order.
   void base_pass() {
+    auto largest = [&] {
+      return free_.empty() ? 0 : *std::max_element(free_.begin(), free_.end());
+    };
+    int64_t most_free = largest();
     for (Candidate& c : cands_) {
-      if (c.locked) continue;
+      if (c.locked || c.need > most_free) continue;  // no type has room: the job is not read
       const SnapshotJob& j = snap_.jobs[c.idx];
       const int k = min_workers(j);
-      const int64_t need = int64_t{k} * per_worker(j);
+      const int64_t need = c.need;
       double best = 0;
       for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
         if (!allowed(j, m) || free_[m] < need || gpus_per_node_[m] < per_worker(j)) continue;
@@ -254,6 +279,7 @@ class Goodput {
       c.workers = k;
       free_[c.model] -= need;
       take_quota(j, c.model, need);
+      most_free = largest();
     }
   }
 
@@ -325,11 +351,7 @@ class Goodput {
   // Pass 3: stop the running jobs whose allocation changes enough, start what fits now.
   void realise() {
     ClusterState state(snap_);
-    std::vector<int64_t> freeing(snap_.gpu_models.size(), 0);
-    for (const SnapshotJob& j : snap_.jobs) {
-      if (j.phase == JobPhase::Preempting && whole_gpus(j) && !j.placement.empty())
-        freeing[snap_.nodes[j.placement.front().node_idx].gpu_model] += j.gpu_share().value();
-    }
+    std::vector<int64_t> freeing = leaving_;
     // GPUs per model that the resized jobs will take, beyond their own, when they restart.
     std::vector<int64_t> promised(snap_.gpu_models.size(), 0);
     for (Candidate& c : cands_) {
@@ -358,6 +380,7 @@ class Goodput {
     for (Candidate* cp : unstarted) {
       Candidate& c = *cp;
       const SnapshotJob& j = snap_.jobs[c.idx];
+      __builtin_prefetch(&j);  // fill() reads it only after its cheap checks
       int64_t quota_over = 0;
       if (fill(j, c, state, promised, &quota_over)) continue;
       const int64_t need = int64_t{min_workers(j)} * j.worker.gpu_share().value();
@@ -396,7 +419,7 @@ class Goodput {
   // some type has the room and only the quota refuses, `quota_over` says by how much.
   bool fill(const SnapshotJob& j, Candidate& c, ClusterState& state,
             const std::vector<int64_t>& promised, int64_t* quota_over) {
-    const int64_t need = int64_t{min_workers(j)} * per_worker(j);
+    const int64_t need = c.need;
     if (idle_starts_ != plan_.starts.size()) {  // whole free GPUs per type, as of now
       idle_starts_ = plan_.starts.size();
       idle_.assign(free_.size(), 0);
@@ -408,7 +431,9 @@ class Goodput {
       }
     }
     if (need > most_idle_) return false;  // no type has the GPUs (a full cluster: most jobs)
-    Shape shape = shape_of(j);
+    const Shape& own = shapes_[&c - cands_.data()];
+    if (unfit_all_.contains(own)) return false;
+    Shape shape = own;
     shape.workers = min_workers(j);
     std::vector<std::pair<double, int>>& types = types_;
     types.clear();
@@ -422,8 +447,12 @@ class Goodput {
     std::sort(types.begin(), types.end());
     // Not on a type much slower than its target: it waits for that one (Sia's point).
     const double target = c.model >= 0 ? speed(j, c.model, c.workers).first : 0.0;
+    bool tried_all = true;
     for (const auto& [neg_speed, m] : types) {
-      if (-neg_speed * (1 + cfg_.goodput.restart_gain) < target) break;
+      if (-neg_speed * (1 + cfg_.goodput.restart_gain) < target) {
+        tried_all = false;
+        break;
+      }
       shape.model_mask = uint64_t{1} << m;
       Candidate at = c;
       at.model = m;
@@ -436,6 +465,9 @@ class Goodput {
         unfit_.insert(shape);
       }
     }
+    // Fits no type whatever its target, and capacity only shrinks: the same shape need not
+    // look again.
+    if (tried_all && *quota_over == 0) unfit_all_.insert(own);
     return false;
   }
 
@@ -491,6 +523,8 @@ class Goodput {
   Plan& plan_;
   std::vector<int> gpus_per_node_;  // per GPU model: the largest schedulable node's GPUs
   std::vector<Candidate> cands_;    // whole-GPU jobs, Tiresias order
+  std::vector<Shape> shapes_;       // per candidate: shape_of() a pending job (fill() reads it)
+  std::vector<int64_t> leaving_;    // per GPU model: GPUs of jobs already stopping
   std::vector<int> others_;         // pending fractional, MIG and CPU-only jobs, same order
   std::vector<int64_t> free_;       // per GPU model: whole GPUs not yet given (passes 1-2)
   NodeSelectorIndex selectors_;
@@ -504,6 +538,10 @@ class Goodput {
   int64_t most_idle_ = 0;  // the largest idle_ less what is promised
   size_t idle_starts_ = SIZE_MAX;
   std::unordered_set<Shape, ShapeHash> unfit_;
+  std::unordered_set<Shape, ShapeHash> unfit_all_;  // shapes that fit no type now
+  // collect(): per shape, kFits, or the filter that stops it on every node (never fits).
+  static constexpr uint16_t kFits = 0x100;
+  std::unordered_map<Shape, uint16_t, ShapeHash> ever_;
   std::vector<std::pair<double, int>> types_;  // fill()'s scratch
   std::vector<int64_t> per_key_;               // scratch: usage per quota key
 };
