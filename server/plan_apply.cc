@@ -5,6 +5,8 @@
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "sched/decayed_usage.h"
+#include "sched/invariants.h"
+#include "sched/policy.h"
 #include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
@@ -125,6 +127,16 @@ void ControlPlane::apply_plan(Tx& tx) {
   sched::Snapshot snap = build_snapshot(backing_off);
   account_usage(snap);
   const sched::Plan plan = sched::plan(snap, options_.config.policy, ++cycle_);
+#ifndef NDEBUG
+  // House rule 5: in debug builds every plan is checked against the scheduler's invariants
+  // (no GPU given twice, gangs whole, capacity and quotas kept), as the simulator can.
+  if (auto traits = sched::find_policy(options_.config.policy.name); traits.is_ok()) {
+    const util::Status ok =
+        sched::check_plan(snap, plan, traits->order != sched::QueueOrderKind::DominantShare,
+                          options_.config.policy.min_runtime);
+    TY_CHECK_MSG(ok.is_ok(), "plan() broke an invariant: " + ok.to_string());
+  }
+#endif
   for (auto id : backing_off) {
     auto& job = active_.at(id);
     job.wait_reason = fmt::format("backing off after a failure; next try at {}",

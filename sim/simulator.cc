@@ -470,9 +470,7 @@ class Simulation {
     ++r->plan_calls;
     if (opts_.full_invariant_check) {
       TY_RETURN_IF_ERROR(
-          sched::check_plan(snap_, plan,
-                            traits_.order != sched::QueueOrderKind::DominantShare &&
-                                traits_.victims != sched::VictimRule::Reallocate,
+          sched::check_plan(snap_, plan, traits_.order != sched::QueueOrderKind::DominantShare,
                             opts_.policy.min_runtime)
               .with_context(fmt::format("after plan() at t={}s", util::to_seconds(now))));
     }
