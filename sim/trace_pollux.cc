@@ -23,11 +23,13 @@
 namespace trainyard::sim {
 namespace {
 
-// Time to target = iterations x seconds per iteration. Iterations: the last row of the
-// profile's validation-<batch>.csv. Seconds per iteration: step_time at the local batch
-// (batch / replicas, linear between profiled local batches) on the most packed placement of
-// 4-GPU T4 nodes (placements.csv up to 16 GPUs, scalability.csv beyond); local batches above
-// the profiled maximum use gradient accumulation (compute repeated, one sync).
+// Time to target = iterations x seconds per iteration. Iterations: as the Pollux artifact's
+// simulator counts them (every epoch of the validation curves at the progress per iteration
+// its gradient statistics give; scripts/fit-job-profiles). Seconds per iteration: step_time at
+// the local batch (batch / replicas, linear between profiled local batches) on the most packed
+// placement of 4-GPU T4 nodes (placements.csv up to 16 GPUs, scalability.csv beyond); local
+// batches above the profiled maximum (yolov3: above 8, the artifact's cap) accumulate
+// gradients (compute repeated, one sync).
 struct ProfiledRun {
   std::string_view application;
   int replicas;
@@ -38,25 +40,25 @@ struct ProfiledRun {
 
 // Every configuration in the bundled Pollux (workloads*/) and Sia (philly/) files.
 constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
-    {"bert", 6, 384, 480, 6.2774},           // placement 24, local batch 64 in 6 steps
-    {"bert", 8, 384, 480, 5.1673},           // 44, local batch 48 in 4 steps
-    {"bert", 12, 384, 480, 3.2551},          // 444, local batch 32 in 3 steps
-    {"bert", 16, 384, 480, 2.7810},          // 4444, local batch 24 in 2 steps
-    {"cifar10", 6, 2048, 3178, 0.2685},      // 24, local batch 341
-    {"cifar10", 8, 2048, 3178, 0.2599},      // 44, local batch 256
-    {"cifar10", 12, 4096, 2011, 0.2846},     // 444, local batch 341
-    {"cifar10", 16, 4096, 2011, 0.2235},     // 4444, local batch 256
-    {"deepspeech2", 6, 320, 2264, 1.8181},   // 24, local batch 53
-    {"deepspeech2", 8, 320, 2264, 1.5463},   // 44, local batch 40
-    {"deepspeech2", 12, 640, 1423, 1.7864},  // 444, local batch 53
-    {"imagenet", 10, 1600, 78453, 0.7913},   // 244, local batch 160
-    {"imagenet", 12, 3200, 42123, 1.3587},   // 444, local batch 267 in 2 steps
-    {"imagenet", 14, 3200, 42123, 1.1863},   // 2444, local batch 229 in 2 steps
-    {"imagenet", 24, 3200, 42123, 0.7427},   // 6 nodes x 4, local batch 133
-    {"imagenet", 32, 6400, 23972, 1.0933},   // 8 nodes x 4, local batch 200
-    {"imagenet", 48, 6400, 23972, 0.7857},   // 12 nodes x 4, local batch 133
-    {"ncf", 1, 32768, 1548, 0.0213},         // 1, local batch 32768
-    {"yolov3", 4, 64, 14577, 0.7603},        // 4, local batch 16
+    {"bert", 6, 384, 476, 6.2774},           // placement 24, local batch 64 in 6 steps
+    {"bert", 8, 384, 476, 5.1673},           // 44, local batch 48 in 4 steps
+    {"bert", 12, 384, 476, 3.2551},          // 444, local batch 32 in 3 steps
+    {"bert", 16, 384, 476, 2.7810},          // 4444, local batch 24 in 2 steps
+    {"cifar10", 6, 2048, 3343, 0.2685},      // 24, local batch 341
+    {"cifar10", 8, 2048, 3343, 0.2599},      // 44, local batch 256
+    {"cifar10", 12, 4096, 2143, 0.2846},     // 444, local batch 341
+    {"cifar10", 16, 4096, 2143, 0.2235},     // 4444, local batch 256
+    {"deepspeech2", 6, 320, 2275, 1.8181},   // 24, local batch 53
+    {"deepspeech2", 8, 320, 2275, 1.5463},   // 44, local batch 40
+    {"deepspeech2", 12, 640, 1391, 1.7864},  // 444, local batch 53
+    {"imagenet", 10, 1600, 78669, 0.7913},   // 244, local batch 160
+    {"imagenet", 12, 3200, 42850, 1.3587},   // 444, local batch 267 in 2 steps
+    {"imagenet", 14, 3200, 42850, 1.1863},   // 2444, local batch 229 in 2 steps
+    {"imagenet", 24, 3200, 42850, 0.7427},   // 6 nodes x 4, local batch 133
+    {"imagenet", 32, 6400, 25094, 1.0933},   // 8 nodes x 4, local batch 200
+    {"imagenet", 48, 6400, 25094, 0.7857},   // 12 nodes x 4, local batch 133
+    {"ncf", 1, 32768, 1552, 0.0213},         // 1, local batch 32768
+    {"yolov3", 4, 64, 15970, 0.8829},        // 4, local batch 16 in 2 steps of 8
 }};
 
 // The profiles' testbed: T4s (320 GB/s), 4 per node.
