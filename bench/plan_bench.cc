@@ -11,8 +11,8 @@
 
 #include "bench/bench_snapshot.h"
 #include "bench/naive_plan.h"
+#include "sched/plan.h"
 #include "sched/policy.h"
-#include "sched/scheduler.h"
 
 namespace trainyard::bench {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "bench/bench_snapshot.h"
 #include "sched/invariants.h"
+#include "sched/plan.h"
 #include "sched/policy.h"
-#include "sched/scheduler.h"
 
 namespace trainyard::bench {
 namespace {

@@ -21,7 +21,7 @@
 #include <httplib.h>
 
 #include "model/job_manifest.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
 #include "server/http_api.h"

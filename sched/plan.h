@@ -1,6 +1,7 @@
-// The scheduler's output: what to start where, what to preempt, and for every pending job
-// why it still waits (which stage held it back). Drivers apply preemptions first, then
-// starts; a job that waits for victims to leave is started by a later plan().
+// The scheduler's entry point, plan(), and its output: what to start where, what to preempt,
+// and for every pending job why it still waits (which stage held it back). Drivers apply
+// preemptions first, then starts; a job that waits for victims to leave is started by a later
+// plan().
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sched/policy_config.h"
 #include "sched/snapshot.h"
 
 namespace trainyard::sched {
@@ -99,5 +101,12 @@ std::string_view wait_code_name(WaitCode c);
 std::string_view preempt_cause_name(PreemptCause c);
 // A sentence a user can act on, e.g. "placement: no node has 4 free GPUs of H100-80GB now".
 std::string describe(const WaitReason& reason, const Snapshot& snap);
+
+// A pure, deterministic function: reads only the snapshot and the config (time comes from
+// snap.now), does no I/O, and returns the same plan for the same inputs. `seed` is the only
+// allowed source of randomness; the built-in policies draw none, and break every tie by job id,
+// node bucket order or GPU index. cfg.name must name a registered policy (find_policy); drivers
+// validate it at start-up. Defined in scheduler.cc.
+Plan plan(const Snapshot& snap, const PolicyConfig& cfg, uint64_t seed = 0);
 
 }  // namespace trainyard::sched

@@ -1,7 +1,7 @@
 // The plan() driver: ranks jobs, then walks them once through the stages (dependency,
 // admission, placement, preemption, backfill), applying tentative starts to a what-if copy of
 // the cluster so later jobs see the capacity earlier ones took; then the autoscaler.
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 
 #include <algorithm>
 #include <optional>

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "sched/gpu_holders.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 
 namespace trainyard::sched {
 namespace {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "server/control_plane.h"
 #include "server/tx.h"
 #include "util/log.h"

@@ -20,7 +20,6 @@
 #include "sched/plan.h"
 #include "sched/policy.h"
 #include "sched/queue_order.h"
-#include "sched/scheduler.h"
 #include "sched/snapshot_builder.h"
 #include "sim/event_queue.h"
 #include "sim/fleet.h"

@@ -7,7 +7,7 @@
 
 #include "sched/invariants.h"
 #include "sched/placement.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "tests/sched/snapshot_for_test.h"
 
 namespace trainyard::sched {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/invariants.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "tests/sched/snapshot_for_test.h"
 
 namespace trainyard::sched {

@@ -13,8 +13,8 @@
 #include "sched/cluster_state.h"
 #include "sched/invariants.h"
 #include "sched/placement.h"
+#include "sched/plan.h"
 #include "sched/queue_order.h"
-#include "sched/scheduler.h"
 #include "tests/sched/random_snapshot.h"
 
 namespace trainyard::sched {

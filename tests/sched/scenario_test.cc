@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/invariants.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "tests/sched/scenario_loader.h"
 
 namespace trainyard::sched::testing {

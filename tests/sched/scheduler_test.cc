@@ -1,4 +1,4 @@
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "sched/gpu_holders.h"
 #include "sched/invariants.h"
-#include "sched/scheduler.h"
+#include "sched/plan.h"
 #include "tests/sched/snapshot_for_test.h"
 
 namespace trainyard::sched {
