@@ -250,8 +250,8 @@ class ControlPlane {
   // The plan's scale-ups and releases (after its starts, which may use a released node's GPUs).
   void apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx);
   int node_index(const std::string& name) const;
-  // Cost (cost_views.cc), under mu_: the jobs on every node into the ledger when they changed,
-  // lost work of an attempt that was stopped, the team budgets (and, every minute, open
+  // Cost keeping (cost_keeping.cc), under mu_: the jobs on every node into the ledger when they
+  // changed, lost work of an attempt that was stopped, the team budgets (and, every minute, open
   // intervals closed so a crash loses little billing), and new records into `tx`.
   void update_cost_shares();
   // Returns the run time lost (since the newest checkpoint, or the attempt's start).

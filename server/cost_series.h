@@ -1,15 +1,21 @@
-// Helpers of the cost routes shared by cost_views.cc and cost_series_views.cc: the time forms of
-// `since`/`until`, and the CSV form of a GET /api/v1/cost report (`?format=csv`).
+// Helpers shared by the server's cost files (cost_keeping.cc, cost_views.cc, cost_series_views.cc):
+// the start of a budget period, the time forms of `since`/`until`, and the CSV form of a
+// GET /api/v1/cost report (`?format=csv`).
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "model/team.h"
 #include "util/clock.h"
 #include "util/status.h"
 
 namespace trainyard::server {
+
+// Start of the budget period containing `now`: the UTC day or month. Budgets are checked over it,
+// and GET /api/v1/cost starts at the month's by default.
+util::Time period_start(util::Time now, model::Team::BudgetPeriod period);
 
 // "-24h", "-30m", "-7d", "-90s" from `now`, or an ISO 8601 UTC time ("2026-11-23T10:00:00Z",
 // "2026-11-23"); `what` names the parameter in the error.

@@ -1,0 +1,200 @@
+// Cost keeping in the control plane: who holds each node goes into the cost ledger whenever it
+// changes, lost work is priced when a stopped attempt ends, new records are committed with the
+// cycle's other writes, and team budgets are checked against the spend of their period (feeding
+// the scheduler and the budget alerts). GET /api/v1/cost reports the ledger (cost_views.cc).
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "drive/cost_share.h"
+#include "exec/checkpoint_reader.h"
+#include "model/accelerator.h"
+#include "server/control_plane.h"
+#include "server/cost_series.h"
+#include "server/tx.h"
+#include "util/log.h"
+
+namespace trainyard::server {
+namespace {
+
+// Budgets are checked this often: a report sums every record, and spend moves slowly.
+constexpr util::Duration kBudgetCheck = std::chrono::seconds(5);
+constexpr util::Duration kLedgerAdvance = std::chrono::minutes(1);
+
+std::string units_text(cloud::CostUnits u) {
+  if (u == 0) return "0";
+  const bool negative = u < 0;
+  std::string out;
+  while (u != 0) {
+    const int digit = static_cast<int>(u % 10);
+    out.push_back(static_cast<char>('0' + (negative ? -digit : digit)));
+    u /= 10;
+  }
+  if (negative) out.push_back('-');
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+cloud::CostUnits units_from(const std::string& text) {
+  cloud::CostUnits u = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  for (size_t i = negative ? 1 : 0; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') break;
+    u = u * 10 + (text[i] - '0');
+  }
+  return negative ? -u : u;
+}
+
+store::CostRecordRow to_row(const cloud::CostRecord& r) {
+  return {.start = r.start,
+          .end = r.end,
+          .node = r.node,
+          .pool = r.pool,
+          .job = r.job,
+          .team = r.team,
+          .gpu_milli = r.gpu_milli,
+          .cost_units = units_text(r.cost),
+          .lost_gpu_time = r.lost_gpu_time,
+          .lost_cost_units = units_text(r.lost_cost),
+          .interruption = r.interruption};
+}
+
+}  // namespace
+
+util::Time period_start(util::Time now, model::Team::BudgetPeriod period) {
+  using namespace std::chrono;
+  const sys_days day = floor<days>(now);
+  if (period == model::Team::BudgetPeriod::Day) return util::Time(day);
+  const year_month_day ymd{day};
+  return util::Time(sys_days(ymd.year() / ymd.month() / 1));
+}
+
+void ControlPlane::update_cost_shares() {
+  const util::Time now = clock_.now();
+  std::map<std::string, std::map<std::string, cloud::CostShare>> held;  // node -> job -> share
+  for (const auto& [id, job] : active_) {
+    for (const auto& a : job.placement) {
+      if (a.node_idx < 0 || a.node_idx >= static_cast<int>(nodes_.size())) continue;
+      const LocalNode& node = nodes_[a.node_idx];
+      const int64_t milli = drive::held_milli(model::find_accelerator(node.node.gpu_model), a);
+      if (milli <= 0) continue;
+      auto& share = held[node.node.name][std::to_string(id.value())];
+      share.job = std::to_string(id.value());
+      share.team = job.rec.team;
+      share.gpu_milli += milli;
+    }
+  }
+  for (auto& [name, last] : shares_) {
+    std::vector<cloud::CostShare> now_held;
+    if (auto it = held.find(name); it != held.end())
+      for (auto& [job, share] : it->second) now_held.push_back(share);
+    if (auto it = idle_since_.find(name); it != idle_since_.end()) {
+      if (!now_held.empty()) {
+        it->second = util::Time::max();
+      } else if (it->second == util::Time::max()) {
+        it->second = now;  // the autoscaler's idle timeout counts from here
+      }
+    }
+    if (now_held == last) continue;
+    if (auto st = ledger_.set_shares(name, now_held, ledger_time(now)); !st.is_ok()) {
+      TY_LOG_WARN("cost: node {}: {}", name, st.message());
+      continue;
+    }
+    last = std::move(now_held);
+  }
+}
+
+util::Duration ControlPlane::record_lost_work(const ActiveJob& job, util::Time now) {
+  const auto newest = newest_checkpoint_time(job);
+  const util::Time from =
+      newest && *newest > job.rec.started ? std::min(*newest, now) : job.rec.started;
+  const util::Duration lost = std::max(util::Duration{0}, now - from);
+  std::map<int, int64_t> milli_by_node;
+  for (const auto& a : job.placement) {
+    if (a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()))
+      milli_by_node[a.node_idx] +=
+          drive::held_milli(model::find_accelerator(nodes_[a.node_idx].node.gpu_model), a);
+  }
+  for (const auto& [idx, milli] : milli_by_node) {
+    const std::string& node = nodes_[idx].node.name;
+    if (milli <= 0 || (!shares_.contains(node) && !nodes_[idx].cloud)) continue;
+    if (auto st =
+            ledger_.record_lost_work(node, std::to_string(job.rec.id.value()), job.rec.team, milli,
+                                     lost, ledger_time(now), !job.interrupted_node.empty());
+        !st.is_ok())
+      TY_LOG_WARN("cost: lost work of job {}: {}", job.rec.id.value(), st.message());
+  }
+  return lost;
+}
+
+void ControlPlane::update_budgets() {
+  const util::Time now = clock_.now();
+  // Open intervals are closed now and then, so a crash loses at most this much billing.
+  if (now - ledger_advanced_ >= kLedgerAdvance) {
+    ledger_advanced_ = now;
+    ledger_.advance(ledger_time(now));
+  }
+  bool any = false;
+  for (const auto& t : options_.config.teams) any = any || t.budget_usd > 0;
+  if (!any || now - budget_checked_ < kBudgetCheck) return;
+  budget_checked_ = now;
+  ledger_.advance(ledger_time(now));  // open intervals count too
+  std::map<model::Team::BudgetPeriod, cloud::CostReport> reports;
+  for (const auto& t : options_.config.teams) {
+    if (t.budget_usd <= 0) continue;
+    auto it = reports.find(t.budget_period);
+    if (it == reports.end())
+      it = reports.emplace(t.budget_period, ledger_.report(period_start(now, t.budget_period), now))
+               .first;
+    const auto team = it->second.teams.find(t.name);
+    const double spent = team == it->second.teams.end() ? 0 : team->second.cost_usd;
+    budget_left_[t.name] = t.budget_usd - spent;
+    if (alerts_)
+      alerts_->on_team_spend(
+          std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count(),
+          t.name, spent, t.budget_usd);
+  }
+}
+
+void ControlPlane::persist_cost(Tx& tx) {
+  if (ledger_.records().size() == ledger_persisted_) return;
+  for (const auto& r : ledger_.records_since(ledger_persisted_)) tx.cost.push_back(to_row(r));
+  ledger_persisted_ = ledger_.records().size();
+}
+
+util::Status ControlPlane::restore_cost() {
+  std::vector<store::CostRecordRow> rows;
+  {
+    std::lock_guard lock(reader_mu_);
+    TY_ASSIGN_OR_RETURN(rows, reader_->cost_records());
+  }
+  std::vector<cloud::CostRecord> records;
+  records.reserve(rows.size());
+  for (const auto& r : rows) {
+    records.push_back({.start = r.start,
+                       .end = r.end,
+                       .node = r.node,
+                       .pool = r.pool,
+                       .job = r.job,
+                       .team = r.team,
+                       .gpu_milli = r.gpu_milli,
+                       .cost = units_from(r.cost_units),
+                       .lost_gpu_time = r.lost_gpu_time,
+                       .lost_cost = units_from(r.lost_cost_units),
+                       .interruption = r.interruption});
+    ledger_time_ = std::max(ledger_time_, r.end);
+  }
+  ledger_.restore(std::move(records));
+  ledger_persisted_ = ledger_.records().size();
+  // This machine's GPUs are billed from now at their pool's price (none for "local": 0).
+  const util::Time now = ledger_time(clock_.now());
+  for (const auto& n : nodes_) {
+    if (n.node.gpu_count == 0) continue;
+    TY_RETURN_IF_ERROR(
+        ledger_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, now));
+    shares_[n.node.name] = {};
+  }
+  return util::Status::ok();
+}
+
+}  // namespace trainyard::server
