@@ -1,4 +1,4 @@
-// `cancel -l SELECTOR` and `cancel --all` (cancel_command.cc): every unfinished job matching a
+// `cancel -l SELECTOR` and `cancel --all` (job_commands.cc): every unfinished job matching a
 // label selector, or every one the token may see (asking first on a terminal, refusing without
 // --yes otherwise). Prints one line per job it cancelled.
 #pragma once
