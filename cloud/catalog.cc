@@ -4,12 +4,12 @@
 #include <filesystem>
 
 #include "cloud/catalog_fields.h"
-#include "cloud/csv_table.h"
 #include "model/accelerator.h"
+#include "util/csv_table.h"
 
 namespace trainyard::cloud {
 
-util::Status parse_gcp_catalog(const CsvTable& table, Catalog& out);  // gcp_catalog.cc
+util::Status parse_gcp_catalog(const util::CsvTable& table, Catalog& out);  // gcp_catalog.cc
 
 namespace {
 
@@ -22,7 +22,7 @@ struct Columns {
   int instance_type, gpu_name, gpu_count, vcpus, memory, price, spot, region, zone;
 };
 
-util::Result<Columns> find_columns(const CsvTable& t) {
+util::Result<Columns> find_columns(const util::CsvTable& t) {
   Columns c{};
   TY_ASSIGN_OR_RETURN(c.instance_type, t.require_column("InstanceType"));
   TY_ASSIGN_OR_RETURN(c.gpu_name, t.require_column("AcceleratorName"));
@@ -38,7 +38,7 @@ util::Result<Columns> find_columns(const CsvTable& t) {
 }
 
 // One row of a provider whose rows are whole machines (all but GCP).
-util::Status parse_machine_row(const CsvTable& t, size_t row, const Columns& c,
+util::Status parse_machine_row(const util::CsvTable& t, size_t row, const Columns& c,
                                const std::string& provider, Catalog& out) {
   TY_ASSIGN_OR_RETURN(std::string gpu_name, read_text(t, row, c.gpu_name));
   Offering o;
@@ -87,7 +87,8 @@ std::optional<std::string> catalog_accelerator(std::string_view csv_gpu_name) {
   return std::string(a->name);
 }
 
-util::Status parse_catalog_table(const CsvTable& table, const std::string& provider, Catalog& out) {
+util::Status parse_catalog_table(const util::CsvTable& table, const std::string& provider,
+                                 Catalog& out) {
   if (provider == "gcp") return parse_gcp_catalog(table, out);
   TY_ASSIGN_OR_RETURN(Columns cols, find_columns(table));
   for (size_t row = 0; row < table.row_count(); ++row) {
@@ -98,7 +99,7 @@ util::Status parse_catalog_table(const CsvTable& table, const std::string& provi
 
 util::Status parse_catalog_csv(std::string_view text, const std::string& name,
                                const std::string& provider, Catalog& out) {
-  TY_ASSIGN_OR_RETURN(CsvTable table, CsvTable::parse(text, name));
+  TY_ASSIGN_OR_RETURN(util::CsvTable table, util::CsvTable::parse(text, name, util::kLenientCsv));
   return parse_catalog_table(table, provider, out);
 }
 
@@ -120,7 +121,8 @@ util::Result<Catalog> load_catalog(const std::string& dir) {
   Catalog out;
   for (const auto& path : files) {
     const std::string fname = path.filename().string();
-    TY_ASSIGN_OR_RETURN(CsvTable table, CsvTable::read_file(path.string()));
+    TY_ASSIGN_OR_RETURN(util::CsvTable table,
+                        util::CsvTable::read_file(path.string(), util::kLenientCsv));
     TY_RETURN_IF_ERROR(parse_catalog_table(table, fname.substr(0, fname.find('_')), out));
   }
   if (files.empty()) return util::not_found(dir + ": no <provider>_*.csv catalog files found");

@@ -25,7 +25,7 @@ std::optional<double> parse_number(std::string_view s) {
 
 }  // namespace
 
-util::Result<std::optional<double>> read_price(const CsvTable& t, size_t row, int col) {
+util::Result<std::optional<double>> read_price(const util::CsvTable& t, size_t row, int col) {
   if (col < 0 || trim(t.field(row, col)).empty()) return std::optional<double>{};
   auto v = parse_number(t.field(row, col));
   if (!v || *v < 0) {
@@ -36,7 +36,7 @@ util::Result<std::optional<double>> read_price(const CsvTable& t, size_t row, in
   return std::optional<double>(*v);
 }
 
-util::Result<double> read_amount(const CsvTable& t, size_t row, int col, bool allow_empty) {
+util::Result<double> read_amount(const util::CsvTable& t, size_t row, int col, bool allow_empty) {
   if (allow_empty && trim(t.field(row, col)).empty()) return 0.0;
   auto v = parse_number(t.field(row, col));
   if (!v || *v < 0) {
@@ -45,7 +45,7 @@ util::Result<double> read_amount(const CsvTable& t, size_t row, int col, bool al
   return *v;
 }
 
-util::Result<double> read_gpu_count(const CsvTable& t, size_t row, int col) {
+util::Result<double> read_gpu_count(const util::CsvTable& t, size_t row, int col) {
   auto v = parse_number(t.field(row, col));
   if (!v || *v <= 0 || *v > 1024) {
     return t.bad_value(row, col, "a GPU count > 0", "write a count like 8 or 8.0");
@@ -58,7 +58,7 @@ std::optional<int> whole_gpus(double count) {
   return static_cast<int>(count);
 }
 
-util::Result<std::string> read_text(const CsvTable& t, size_t row, int col) {
+util::Result<std::string> read_text(const util::CsvTable& t, size_t row, int col) {
   auto s = trim(t.field(row, col));
   if (s.empty()) return t.bad_value(row, col, "non-empty", "fill in the value");
   return std::string(s);

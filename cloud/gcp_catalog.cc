@@ -9,7 +9,7 @@
 
 #include "cloud/catalog.h"
 #include "cloud/catalog_fields.h"
-#include "cloud/csv_table.h"
+#include "util/csv_table.h"
 
 namespace trainyard::cloud {
 namespace {
@@ -75,7 +75,7 @@ Offering make_offering(const std::string& type, const std::string& region, const
 
 }  // namespace
 
-util::Status parse_gcp_catalog(const CsvTable& t, Catalog& out) {
+util::Status parse_gcp_catalog(const util::CsvTable& t, Catalog& out) {
   TY_ASSIGN_OR_RETURN(int c_type, t.require_column("InstanceType"));
   TY_ASSIGN_OR_RETURN(int c_gpu, t.require_column("AcceleratorName"));
   TY_ASSIGN_OR_RETURN(int c_count, t.require_column("AcceleratorCount"));

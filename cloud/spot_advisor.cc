@@ -3,7 +3,7 @@
 #include <array>
 #include <cmath>
 
-#include "cloud/csv_table.h"
+#include "util/csv_table.h"
 
 namespace trainyard::cloud {
 namespace {
@@ -14,7 +14,7 @@ constexpr double kHoursPerMonth = 730.0;
 constexpr std::array<double, kSpotAdvisorBuckets> kMonthlyFraction = {0.025, 0.075, 0.125, 0.175,
                                                                       0.30};
 
-util::Status add_rows(const CsvTable& t, SpotAdvisor& out) {
+util::Status add_rows(const util::CsvTable& t, SpotAdvisor& out) {
   TY_ASSIGN_OR_RETURN(int c_region, t.require_column("Region"));
   TY_ASSIGN_OR_RETURN(int c_type, t.require_column("InstanceType"));
   TY_ASSIGN_OR_RETURN(int c_index, t.require_column("InterruptionIndex"));
@@ -45,14 +45,14 @@ int SpotAdvisor::find(const std::string& region, const std::string& instance_typ
 }
 
 util::Result<SpotAdvisor> parse_spot_advisor(std::string_view text, const std::string& name) {
-  TY_ASSIGN_OR_RETURN(CsvTable t, CsvTable::parse(text, name));
+  TY_ASSIGN_OR_RETURN(util::CsvTable t, util::CsvTable::parse(text, name, util::kLenientCsv));
   SpotAdvisor out;
   TY_RETURN_IF_ERROR(add_rows(t, out));
   return out;
 }
 
 util::Result<SpotAdvisor> load_spot_advisor(const std::string& path) {
-  TY_ASSIGN_OR_RETURN(CsvTable t, CsvTable::read_file(path));
+  TY_ASSIGN_OR_RETURN(util::CsvTable t, util::CsvTable::read_file(path, util::kLenientCsv));
   SpotAdvisor out;
   TY_RETURN_IF_ERROR(add_rows(t, out));
   return out;

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cloud/csv_table.h"
 #include "cloud/internal/spot_trace_parse.h"
+#include "util/csv_table.h"
 
 namespace trainyard::cloud {
 namespace internal {
@@ -55,7 +55,7 @@ void CountSeries::finish(util::Duration period) {
   trace_.period = period > util::Duration::zero() ? period : pending_offset_ + gap;
 }
 
-std::vector<std::string_view> trimmed_fields(const CsvTable& rows, size_t row) {
+std::vector<std::string_view> trimmed_fields(const util::CsvTable& rows, size_t row) {
   std::vector<std::string_view> out;
   for (size_t col = 0; col < rows.field_count(row); ++col) {
     std::string_view s = rows.field(row, static_cast<int>(col));
@@ -66,7 +66,7 @@ std::vector<std::string_view> trimmed_fields(const CsvTable& rows, size_t row) {
   return out;
 }
 
-bool is_header_row(const CsvTable& rows) {
+bool is_header_row(const util::CsvTable& rows) {
   if (rows.row_count() == 0) return false;
   const std::string_view first = trimmed_fields(rows, 0).front();
   return !first.empty() && std::isalpha(static_cast<unsigned char>(first.front()));
@@ -90,7 +90,8 @@ bool is_date(std::string_view s) {
 
 // Picks the Bamboo reader from the first data row (and the header, when there is one).
 util::Result<SpotTrace> parse_bamboo_csv(std::string_view text, std::string_view source) {
-  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(text, std::string(source)));
+  TY_ASSIGN_OR_RETURN(util::CsvTable rows,
+                      util::CsvTable::parse_rows(text, std::string(source), util::kLenientCsv));
   const bool header = internal::is_header_row(rows);
   if (header && internal::trimmed_fields(rows, 0).front() == "time_ms") {
     return internal::parse_bamboo_events(rows);
@@ -165,17 +166,20 @@ util::Result<SpotTrace> parse_skypilot_trace(std::string_view json, std::string_
 }
 
 util::Result<SpotTrace> parse_bamboo_trace(std::string_view csv, std::string_view source) {
-  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  TY_ASSIGN_OR_RETURN(util::CsvTable rows,
+                      util::CsvTable::parse_rows(csv, std::string(source), util::kLenientCsv));
   return internal::parse_bamboo_events(rows);
 }
 
 util::Result<SpotTrace> parse_bamboo_gcp_trace(std::string_view csv, std::string_view source) {
-  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  TY_ASSIGN_OR_RETURN(util::CsvTable rows,
+                      util::CsvTable::parse_rows(csv, std::string(source), util::kLenientCsv));
   return internal::parse_bamboo_gcp(rows);
 }
 
 util::Result<SpotTrace> parse_bamboo_series_trace(std::string_view csv, std::string_view source) {
-  TY_ASSIGN_OR_RETURN(CsvTable rows, CsvTable::parse_rows(csv, std::string(source)));
+  TY_ASSIGN_OR_RETURN(util::CsvTable rows,
+                      util::CsvTable::parse_rows(csv, std::string(source), util::kLenientCsv));
   return internal::parse_bamboo_series(rows);
 }
 

@@ -1,6 +1,7 @@
 // Bamboo's three CSV shapes (uclasystem/bamboo): cluster event logs "time_ms,event,node", GCP
 // count logs "YYYY-MM-DD, HH:MM:SS, count" and doc-data step series "hours,count". Rows come
-// split by CsvTable; each reader checks its fields and names file:line and the expected shape.
+// split by util::CsvTable; each reader checks its fields and names file:line and the expected
+// shape.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -17,7 +18,7 @@ namespace {
 
 constexpr util::Duration kMaxOffset = std::chrono::milliseconds(kMaxTimeMs);
 
-std::string where(const CsvTable& rows, size_t row) {
+std::string where(const util::CsvTable& rows, size_t row) {
   return rows.name() + ":" + std::to_string(rows.line(row));
 }
 
@@ -30,7 +31,7 @@ std::optional<int64_t> parse_uint(std::string_view s, int64_t max) {
   return v;
 }
 
-util::Result<int> parse_count(const CsvTable& rows, size_t row, std::string_view field) {
+util::Result<int> parse_count(const util::CsvTable& rows, size_t row, std::string_view field) {
   auto v = parse_uint(field, kMaxCount);
   if (!v) {
     return util::invalid_argument(where(rows, row) + ": count '" + std::string(field) +
@@ -91,7 +92,7 @@ bool has_dot(std::string_view s) {
 
 }  // namespace
 
-util::Result<SpotTrace> parse_bamboo_events(const CsvTable& rows) {
+util::Result<SpotTrace> parse_bamboo_events(const util::CsvTable& rows) {
   SpotTrace t;
   t.source = rows.name();
   std::set<std::string, std::less<>> live;
@@ -158,7 +159,7 @@ util::Result<SpotTrace> parse_bamboo_events(const CsvTable& rows) {
   return t;
 }
 
-util::Result<SpotTrace> parse_bamboo_gcp(const CsvTable& rows) {
+util::Result<SpotTrace> parse_bamboo_gcp(const util::CsvTable& rows) {
   SpotTrace t;
   t.source = rows.name();
   CountSeries series(t);
@@ -198,7 +199,7 @@ util::Result<SpotTrace> parse_bamboo_gcp(const CsvTable& rows) {
   return t;
 }
 
-util::Result<SpotTrace> parse_bamboo_series(const CsvTable& rows) {
+util::Result<SpotTrace> parse_bamboo_series(const util::CsvTable& rows) {
   // The unit: a header names it ("hours,count" or "seconds,count"); without one, a time with a
   // decimal point means hours (the _scaled files) and whole numbers mean seconds.
   const bool header = is_header_row(rows);

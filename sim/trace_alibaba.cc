@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -25,7 +25,7 @@ struct PodColumns {
   int creation = 0, deletion = 0, scheduled = 0;
 };
 
-util::Result<PodColumns> pod_columns(const CsvReader& csv) {
+util::Result<PodColumns> pod_columns(const util::CsvReader& csv) {
   PodColumns c;
   if (csv.has_column("name")) c.name = *csv.column("name");
   TY_ASSIGN_OR_RETURN(c.cpu, csv.column("cpu_milli"));
@@ -42,7 +42,7 @@ util::Result<PodColumns> pod_columns(const CsvReader& csv) {
 
 // num_gpu 0: CPU-only; num_gpu 1 with gpu_milli < 1000: a share of one GPU; gpu_milli 1000:
 // num_gpu whole GPUs. A share spread over several GPUs has no JobSpec form and is refused.
-util::Status set_gpu_request(const CsvReader& csv, const PodColumns& c,
+util::Status set_gpu_request(const util::CsvReader& csv, const PodColumns& c,
                              model::WorkerRequest& worker) {
   TY_ASSIGN_OR_RETURN(const int64_t num_gpu,
                       get_int_in(csv, c.num_gpu, 0, model::kMaxGpusPerNode, "GPUs"));
@@ -72,7 +72,7 @@ util::Status set_gpu_request(const CsvReader& csv, const PodColumns& c,
   return util::Status::ok();
 }
 
-util::Result<util::Duration> pod_run_time(const CsvReader& csv, const PodColumns& c) {
+util::Result<util::Duration> pod_run_time(const util::CsvReader& csv, const PodColumns& c) {
   TY_ASSIGN_OR_RETURN(const double created, get_time_seconds(csv, c.creation));
   TY_ASSIGN_OR_RETURN(const double deleted, get_time_seconds(csv, c.deletion));
   double start = created;
@@ -102,7 +102,7 @@ util::Result<util::Duration> pod_run_time(const CsvReader& csv, const PodColumns
   return util::seconds_f(run > 0 ? run : 1.0);
 }
 
-util::Status parse_pod(const CsvReader& csv, const PodColumns& c, Workload& w) {
+util::Status parse_pod(const util::CsvReader& csv, const PodColumns& c, Workload& w) {
   TraceJob j;
   if (c.name >= 0) j.name = std::string(csv.field(c.name));
   TY_ASSIGN_OR_RETURN(const int64_t cpu, get_int_in(csv, c.cpu, 0, kMaxCpuMilli, "milli-cores"));
@@ -131,7 +131,7 @@ util::Result<Workload> load_alibaba(const std::string& path, const TraceOptions&
 
 util::Result<Workload> load_alibaba_from_text(std::string text, const std::string& name,
                                               const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   TY_ASSIGN_OR_RETURN(const PodColumns cols, pod_columns(csv));
   Workload w;

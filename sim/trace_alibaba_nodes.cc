@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -21,7 +21,7 @@ struct NodeColumns {
   int sn = 0, cpu = 0, memory = 0, gpu = 0, model = 0;
 };
 
-util::Result<NodeColumns> node_columns(const CsvReader& csv) {
+util::Result<NodeColumns> node_columns(const util::CsvReader& csv) {
   NodeColumns c;
   TY_ASSIGN_OR_RETURN(c.sn, csv.column("sn"));
   TY_ASSIGN_OR_RETURN(c.cpu, csv.column("cpu_milli"));
@@ -31,7 +31,7 @@ util::Result<NodeColumns> node_columns(const CsvReader& csv) {
   return c;
 }
 
-util::Result<model::Node> parse_node(const CsvReader& csv, const NodeColumns& c) {
+util::Result<model::Node> parse_node(const util::CsvReader& csv, const NodeColumns& c) {
   model::Node n;
   n.name = std::string(csv.field(c.sn));
   if (n.name.empty()) return csv.error_at(c.sn, "the node's serial number (its name) is empty");
@@ -60,7 +60,7 @@ util::Result<std::vector<model::Node>> load_alibaba_nodes(const std::string& pat
 
 util::Result<std::vector<model::Node>> load_alibaba_nodes_from_text(std::string text,
                                                                     const std::string& name) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   TY_ASSIGN_OR_RETURN(const NodeColumns cols, node_columns(csv));
   std::vector<model::Node> nodes;

@@ -6,7 +6,7 @@
 
 namespace trainyard::sim {
 
-util::Result<double> get_time_seconds(const CsvReader& csv, int col) {
+util::Result<double> get_time_seconds(const util::CsvReader& csv, int col) {
   TY_ASSIGN_OR_RETURN(const double s, csv.get_double(col));
   if (s < 0 || s > kMaxTraceTimeSeconds) {
     return csv.error_at(col, fmt::format("expected seconds in 0..{:g}, got {}",
@@ -15,7 +15,7 @@ util::Result<double> get_time_seconds(const CsvReader& csv, int col) {
   return s;
 }
 
-util::Result<double> get_duration_seconds(const CsvReader& csv, int col) {
+util::Result<double> get_duration_seconds(const util::CsvReader& csv, int col) {
   TY_ASSIGN_OR_RETURN(const double s, csv.get_double(col));
   if (s <= 0 || s > kMaxTraceDurationSeconds) {
     return csv.error_at(col, fmt::format("expected a duration in seconds, > 0 and at most {:g}, "
@@ -25,7 +25,7 @@ util::Result<double> get_duration_seconds(const CsvReader& csv, int col) {
   return s;
 }
 
-util::Result<int64_t> get_int_in(const CsvReader& csv, int col, int64_t lo, int64_t hi,
+util::Result<int64_t> get_int_in(const util::CsvReader& csv, int col, int64_t lo, int64_t hi,
                                  std::string_view unit) {
   TY_ASSIGN_OR_RETURN(const int64_t v, csv.get_int(col));
   if (v < lo || v > hi) {
@@ -34,7 +34,7 @@ util::Result<int64_t> get_int_in(const CsvReader& csv, int col, int64_t lo, int6
   return v;
 }
 
-util::Result<std::vector<std::string>> split_list(const CsvReader& csv, int col) {
+util::Result<std::vector<std::string>> split_list(const util::CsvReader& csv, int col) {
   std::vector<std::string> out;
   const std::string_view text = csv.field(col);
   if (text.empty()) return out;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model/job.h"
-#include "sim/csv_reader.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/status.h"
 
 namespace trainyard::sim {
@@ -23,16 +23,16 @@ inline constexpr double kMaxTraceDurationSeconds = 1e9;
 inline constexpr std::string_view kDefaultTeam = "default";
 
 // A time stamp in seconds, 0..kMaxTraceTimeSeconds.
-util::Result<double> get_time_seconds(const CsvReader& csv, int col);
+util::Result<double> get_time_seconds(const util::CsvReader& csv, int col);
 // A duration in seconds, > 0 and at most kMaxTraceDurationSeconds.
-util::Result<double> get_duration_seconds(const CsvReader& csv, int col);
+util::Result<double> get_duration_seconds(const util::CsvReader& csv, int col);
 // A whole number in lo..hi; `unit` names what is counted ("GPUs").
-util::Result<int64_t> get_int_in(const CsvReader& csv, int col, int64_t lo, int64_t hi,
+util::Result<int64_t> get_int_in(const util::CsvReader& csv, int col, int64_t lo, int64_t hi,
                                  std::string_view unit);
 
 // Splits a '|'-separated list ("V100M16|V100M32"); empty text gives an empty list. Empty
 // items ("A||B") are an error naming the cell.
-util::Result<std::vector<std::string>> split_list(const CsvReader& csv, int col);
+util::Result<std::vector<std::string>> split_list(const util::CsvReader& csv, int col);
 
 // Sets spec.workers x spec.worker.gpus for `gpus` GPUs: one worker when gpus <= per_node_max,
 // else workers of the largest count <= per_node_max that divides gpus (12 on 8 -> 2 x 6).
@@ -43,7 +43,7 @@ int worker_gpu_limit(int trace_server_gpus, const TraceOptions& opts);
 
 // Runs `parse_row` on every row and applies the bad-row rules (handle_bad_row) to failures.
 template <typename ParseRow>
-util::Status for_each_row(CsvReader& csv, Workload& w, const TraceOptions& opts,
+util::Status for_each_row(util::CsvReader& csv, Workload& w, const TraceOptions& opts,
                           ParseRow&& parse_row) {
   while (csv.next()) {
     util::Status row = csv.row_status();

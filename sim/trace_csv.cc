@@ -13,10 +13,10 @@
 
 #include "model/accelerator.h"
 #include "model/quantity.h"
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/trace_csv_columns.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -50,7 +50,7 @@ bool is_known_mig_profile(std::string_view profile) {
 // number_by_submit() turns them into the ids finalize() will assign.
 class GenericCsvLoader {
  public:
-  GenericCsvLoader(CsvReader& csv, Workload& w) : csv_(csv), w_(w) { col_.fill(-1); }
+  GenericCsvLoader(util::CsvReader& csv, Workload& w) : csv_(csv), w_(w) { col_.fill(-1); }
 
   util::Status map_header();
   util::Status parse_row();
@@ -66,7 +66,7 @@ class GenericCsvLoader {
   util::Result<size_t> find_reference(std::string_view ref) const;
   util::Status register_row(const TraceJob& j);
 
-  CsvReader& csv_;
+  util::CsvReader& csv_;
   Workload& w_;
   std::array<int, kCsvColumnCount> col_;
   std::unordered_map<std::string, size_t> by_id_;    // id -> index into w_.jobs
@@ -292,7 +292,7 @@ util::Result<Workload> load_csv_trace(const std::string& path, const TraceOption
 
 util::Result<Workload> load_csv_trace_from_text(std::string text, const std::string& name,
                                                 const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   Workload w;
   w.source = name;

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -48,7 +48,7 @@ util::Result<Workload> load_philly(const std::string& path, const TraceOptions& 
 
 util::Result<Workload> load_philly_from_text(std::string text, const std::string& name,
                                              const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   TY_ASSIGN_OR_RETURN(const int c_time, csv.column("timestamp"));
   TY_ASSIGN_OR_RETURN(const int c_duration, csv.column("duration"));

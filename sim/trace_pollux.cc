@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -111,7 +111,7 @@ struct Columns {
 
 // The profiled time to target, or the fitted model's for configurations never profiled
 // (counted per application in `modelled`).
-util::Result<util::Duration> profiled_duration(const CsvReader& csv, const Columns& c,
+util::Result<util::Duration> profiled_duration(const util::CsvReader& csv, const Columns& c,
                                                int64_t replicas, int64_t batch,
                                                std::map<std::string, int64_t>* modelled) {
   const std::string_view app = csv.field(c.application);
@@ -136,7 +136,7 @@ util::Result<util::Duration> profiled_duration(const CsvReader& csv, const Colum
 
 util::Result<Workload> load_profiled_workload(std::string text, const std::string& name,
                                               const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   Columns c;
   TY_ASSIGN_OR_RETURN(c.name, csv.column("name"));

@@ -2,9 +2,9 @@
 // ("auto"), then finalize()s the workload. docs/trace-formats.md describes every format.
 #include <fmt/format.h>
 
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -33,7 +33,7 @@ std::string format_list() {
 // `sacct --parsable2` output: a '|'-separated header naming JobID, Submit, Start, End and State.
 bool is_sacct_header(std::string_view text) {
   const std::string_view line = text.substr(0, text.find('\n'));
-  CsvReader csv = CsvReader::from_string_unquoted(std::string(line), "", '|');
+  util::CsvReader csv = util::CsvReader::over(line, "", {.separator = '|', .quoting = false});
   if (!csv.read_header().is_ok()) return false;
   for (auto c : {"JobID", "Submit", "Start", "End", "State"}) {
     if (!csv.has_column(c)) return false;
@@ -44,7 +44,7 @@ bool is_sacct_header(std::string_view text) {
 // Sia and Pollux files have the same header; "pollux" reads both the same way.
 util::Result<std::string> guess_format(const std::string& text, const std::string& name) {
   if (is_sacct_header(text)) return std::string("sacct");
-  CsvReader csv = CsvReader::from_string(text, name);
+  util::CsvReader csv = util::CsvReader::over(text, name);
   TY_RETURN_IF_ERROR(csv.read_header());
   auto has = [&](std::initializer_list<std::string_view> cols) {
     for (auto c : cols) {

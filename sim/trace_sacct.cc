@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "model/slurm_gres.h"
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/trace_sacct_fields.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -35,7 +35,7 @@ bool is_not_ended(std::string_view state) {
 
 class SacctLoader {
  public:
-  SacctLoader(CsvReader& csv, Workload& w, const TraceOptions& opts)
+  SacctLoader(util::CsvReader& csv, Workload& w, const TraceOptions& opts)
       : csv_(csv), w_(w), opts_(opts) {}
 
   util::Status map_header() {
@@ -172,7 +172,7 @@ class SacctLoader {
     return std::string(kDefaultTeam);
   }
 
-  CsvReader& csv_;
+  util::CsvReader& csv_;
   Workload& w_;
   const TraceOptions& opts_;
   Columns c_;
@@ -187,7 +187,8 @@ util::Result<Workload> load_sacct(const std::string& path, const TraceOptions& o
 
 util::Result<Workload> load_sacct_from_text(std::string text, const std::string& name,
                                             const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string_unquoted(std::move(text), name, '|');
+  util::CsvReader csv =
+      util::CsvReader::from_string(std::move(text), name, {.separator = '|', .quoting = false});
   TY_RETURN_IF_ERROR(csv.read_header());
   Workload w;
   w.source = name;

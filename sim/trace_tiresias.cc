@@ -3,9 +3,9 @@
 // "<model_name>-<job_id>". More than 8 GPUs become gangs as in Philly (8-GPU servers).
 #include <fmt/format.h>
 
-#include "sim/csv_reader.h"
 #include "sim/trace_common.h"
 #include "sim/workload.h"
+#include "util/csv_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::sim {
@@ -23,7 +23,7 @@ util::Result<Workload> load_tiresias(const std::string& path, const TraceOptions
 
 util::Result<Workload> load_tiresias_from_text(std::string text, const std::string& name,
                                                const TraceOptions& opts) {
-  CsvReader csv = CsvReader::from_string(std::move(text), name);
+  util::CsvReader csv = util::CsvReader::from_string(std::move(text), name);
   TY_RETURN_IF_ERROR(csv.read_header());
   TY_ASSIGN_OR_RETURN(const int c_id, csv.column("job_id"));
   TY_ASSIGN_OR_RETURN(const int c_gpus, csv.column("num_gpu"));

@@ -1,14 +1,14 @@
 // Shared pieces of the spot trace readers (spot_trace.cc, spot_trace_csv.cc): the builder that
 // turns a count series into steps and reclaims, and the Bamboo CSV readers over rows already
-// split by CsvTable (no header; blank rows dropped). Not part of cloud/'s interface.
+// split by util::CsvTable (no header; blank rows dropped). Not part of cloud/'s interface.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-#include "cloud/csv_table.h"
 #include "cloud/spot_trace.h"
+#include "util/csv_table.h"
 #include "util/status.h"
 
 namespace trainyard::cloud::internal {
@@ -48,12 +48,12 @@ class CountSeries {
 };
 
 // A row's fields with blanks (spaces, tabs) trimmed from both ends.
-std::vector<std::string_view> trimmed_fields(const CsvTable& rows, size_t row);
+std::vector<std::string_view> trimmed_fields(const util::CsvTable& rows, size_t row);
 // Row 0 is a header when its first field starts with a letter ("time_ms", "hours", "date").
-bool is_header_row(const CsvTable& rows);
+bool is_header_row(const util::CsvTable& rows);
 
-util::Result<SpotTrace> parse_bamboo_events(const CsvTable& rows);
-util::Result<SpotTrace> parse_bamboo_gcp(const CsvTable& rows);
-util::Result<SpotTrace> parse_bamboo_series(const CsvTable& rows);
+util::Result<SpotTrace> parse_bamboo_events(const util::CsvTable& rows);
+util::Result<SpotTrace> parse_bamboo_gcp(const util::CsvTable& rows);
+util::Result<SpotTrace> parse_bamboo_series(const util::CsvTable& rows);
 
 }  // namespace trainyard::cloud::internal
