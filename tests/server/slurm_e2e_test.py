@@ -58,6 +58,31 @@ class SlurmE2E(unittest.TestCase):
                 s.cli("cancel", str(j["id"]), check=False)
         sh.wait_for(lambda: not self.cluster.active_jobs(), timeout=40,
                     what="no active trainyard jobs in Slurm")
+        # A job Slurm lists as completed may hold its node's GRES a moment longer (slurmd's
+        # epilog); the next test would see those GPUs as held by someone else.
+        sh.wait_for(lambda: not any(self.gres_in_use().values()), timeout=40,
+                    what="no GPUs in use on any node")
+
+    def gres_in_use(self):
+        """GPUs Slurm counts as in use, per node (sinfo --json gres_used)."""
+        r = self.cluster.run("sinfo", "--json", check=False)
+        if r.returncode != 0:
+            return {"(sinfo failed)": 1}  # not known to be idle: ask again
+        info = json.loads(r.stdout)
+        used = {}
+        for n in info["nodes"]:
+            text = n.get("gres_used") or ""
+            # "gpu:h100:2(IDX:0-1)" or "gpu:h100:0(IDX:N/A)"
+            used[n["name"]] = sum(int(part.split("(")[0].rsplit(":", 1)[-1])
+                                  for part in text.split(",") if part.startswith("gpu"))
+        return used
+
+    def slurm_state(self, job_id):
+        for j in self.cluster.jobs():
+            if str(j["job_id"]) == str(job_id):
+                state = j["job_state"]
+                return state if isinstance(state, str) else state[0]
+        return None
 
     def submit(self, spec):
         path = os.path.join(self.server.state_dir, "spec.json")
@@ -129,6 +154,10 @@ class SlurmE2E(unittest.TestCase):
                         "--wrap", "sleep 300").stdout.strip().split(";")[0]
         try:
             # Generous timeouts: a loaded 2-core machine runs other Slurm tests beside this one.
+            # Slurm's backfill starts the job up to a second after sbatch; only then are n1's
+            # GPUs someone else's.
+            sh.wait_for(lambda: self.slurm_state(foreign) == "RUNNING", timeout=60,
+                        what="the job submitted to Slurm directly running")
             sh.wait_for(lambda: self.nodes()["n1"].get("gpusHeldOutside") == 2, timeout=60,
                         what="n1's GPUs held outside trainyard")
             # Two workers of two GPUs each need both nodes whole: must wait.
