@@ -126,18 +126,19 @@ class Goodput {
   // how many milli-GPUs it would go over); take_quota() also counts them.
   int64_t quota_refuses(const SnapshotJob& j, int m, int64_t gpus) {  // gpus > 0
     if (!ledger_.has_quotas() || j.team < 0 || gpus <= 0) return 0;
-    std::fill(per_key_.begin(), per_key_.end(), 0);
-    per_key_[m] = gpus * model::kMilliPerGpu;
-    per_key_.back() = gpus * model::kMilliPerGpu;  // the "all models" key
-    const QuotaVerdict v = ledger_.check_usage(j.team, per_key_);
+    const QuotaVerdict v = ledger_.check_usage(j.team, usage_of(m, gpus));
     return v.admitted ? 0 : std::max<int64_t>(1, v.over_milli);
   }
   void take_quota(const SnapshotJob& j, int m, int64_t gpus) {
     if (!ledger_.has_quotas() || j.team < 0 || gpus <= 0) return;
+    ledger_.add_usage(j.team, usage_of(m, gpus), +1);
+  }
+  // Usage per quota key of `gpus` whole GPUs of model `m` (in per_key_).
+  const std::vector<int64_t>& usage_of(int m, int64_t gpus) {
     std::fill(per_key_.begin(), per_key_.end(), 0);
     per_key_[m] = gpus * model::kMilliPerGpu;
-    per_key_.back() = gpus * model::kMilliPerGpu;
-    ledger_.add_usage(j.team, per_key_, +1);
+    per_key_.back() = gpus * model::kMilliPerGpu;  // the "all models" key
+    return per_key_;
   }
 
   // Modelled speed of `j` with `k` workers packed on GPUs of model `m`, and the batch for it.

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "exec/slurm_executor.h"
+#include "exec_test_util.h"
 
 namespace trainyard::exec {
 namespace {
@@ -46,10 +47,7 @@ std::string sinfo_json(int used) {
 class SlurmPicture : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ty-slurm-picture-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = tmp_.path();
     fs::create_directories(dir_ / "bin");
     fs::create_directories(dir_ / "shared");
     const std::string d = dir_.string();
@@ -65,10 +63,7 @@ class SlurmPicture : public ::testing::Test {
                 "fi\n"
                 "cat \"$D/sinfo.json\"\n");
   }
-  void TearDown() override {
-    ex_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { ex_.reset(); }  // its refresher thread first, then the dir
   void script(const std::string& name, const std::string& body) {
     const fs::path p = dir_ / "bin" / name;
     write(p, "#!/bin/sh\n" + body);
@@ -93,6 +88,7 @@ class SlurmPicture : public ::testing::Test {
     return -1;
   }
 
+  testing::TempDir tmp_;
   fs::path dir_;
   std::unique_ptr<SlurmExecutor> ex_;
 };
