@@ -10,7 +10,6 @@
 
 #include "model/accelerator.h"
 #include "model/internal/manifest_reader.h"
-#include "model/internal/yaml_documents.h"
 #include "model/job_array.h"
 #include "model/names.h"
 #include "model/sim_gpu_profile.h"
@@ -24,13 +23,11 @@ using internal::kMaxPathBytes;
 using internal::ManifestReader;
 using internal::ManifestSource;
 
-// A spec is a page of YAML; anything far larger is a mistake or an attack on the parser.
-constexpr size_t kMaxManifestBytes = size_t{1} << 20;
 // The canonical JSON of an accepted spec can be longer than the spec: JSON escaping turns one
 // byte into up to six (\u001f), and short YAML entries ({A, B}) become indented objects. With
-// the execve limits on command, args and env it stays under about 7 MiB; this bound leaves room
-// and still refuses a store row that is garbage.
-constexpr size_t kMaxStoredManifestBytes = size_t{16} << 20;
+// the execve limits on command, args and env it stays under about 7 MiB; kStoredYamlLimits'
+// 16 MiB leaves room and still refuses a store row that is garbage.
+constexpr size_t kMaxStoredManifestBytes = kStoredYamlLimits.max_document_bytes;
 constexpr std::string_view kApiVersion = "trainyard.dev/v1";
 constexpr int64_t kMaxWorkers = 1024;
 constexpr int64_t kMaxBackoffLimit = 100;
@@ -71,13 +68,14 @@ std::string known_models() {
 
 class ManifestParser {
  public:
-  ManifestParser(std::string file, ManifestSource source) : r_(std::move(file)), source_(source) {}
+  ManifestParser(std::string file, ManifestSource source, const YamlLimits& limits)
+      : r_(std::move(file), limits), source_(source) {}
 
   util::Result<JobManifest> parse(const Field& root) {
     if (!root.value.IsMap()) {
       return r_.error(root, fmt::format("a job must be a mapping with apiVersion, kind, metadata "
                                         "and spec, got {}",
-                                        internal::describe(root.value)));
+                                        describe_yaml(root.value)));
     }
     TY_ASSIGN_OR_RETURN(Fields top, r_.fields(root, {"apiVersion", "kind", "metadata", "spec"}));
     TY_RETURN_IF_ERROR(constant(root, top, "apiVersion", kApiVersion));
@@ -326,26 +324,22 @@ class ManifestParser {
   ManifestSource source_;
 };
 
-// Where the byte at `offset` is, for errors found before YAML parsing.
-int line_of(std::string_view text, size_t offset) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
-}
-
-util::Result<JobManifest> parse_documents(const std::string& text, const std::string& file,
-                                          ManifestSource source) {
-  const internal::YamlDocuments docs = internal::load_documents(text);
-  if (docs.second) {
-    return util::invalid_argument(
-        fmt::format("{}:{}: one job per document: a second document starts here (put each job "
-                    "in a file of its own)",
-                    file, docs.second->line + 1));
+util::Result<JobManifest> parse_document(std::string_view text, const std::string& file,
+                                         ManifestSource source, const YamlLimits& limits) {
+  TY_ASSIGN_OR_RETURN(const YamlDocument doc, load_yaml(text, file, limits));
+  const YamlReader r(file, limits);
+  if (doc.second) {
+    return r.error_at(*doc.second,
+                      "one job per document: a second document starts here (put each job in a "
+                      "file of its own)");
   }
-  if (docs.first.IsNull()) {
-    return util::invalid_argument(
-        fmt::format("{}:1: the document is empty (a job starts with apiVersion: {} and kind: Job)",
-                    file, kApiVersion));
+  if (doc.root.value.IsNull()) {
+    return r.error_at(YAML::Mark{},
+                      fmt::format("the document is empty (a job starts with apiVersion: {} and "
+                                  "kind: Job)",
+                                  kApiVersion));
   }
-  return ManifestParser(file, source).parse(Field{"", docs.first, docs.first});
+  return ManifestParser(file, source, limits).parse(doc.root);
 }
 
 // True when the text holds a JSON \uD800-\uDFFF escape: half of a UTF-16 surrogate pair, which
@@ -372,28 +366,16 @@ std::optional<std::string> json_with_plain_characters(std::string_view text) {
 util::Result<JobManifest> parse_text(std::string_view text, std::string_view file,
                                      ManifestSource source) {
   const std::string name(file);
-  const size_t limit =
-      source == ManifestSource::Store ? kMaxStoredManifestBytes : kMaxManifestBytes;
-  if (text.size() > limit) {
-    return util::invalid_argument(
-        fmt::format("{}: the job spec{} has {} bytes; at most {} are accepted", name,
-                    source == ManifestSource::Store ? "'s stored form" : "", text.size(), limit));
+  const YamlLimits& limits = source == ManifestSource::Store ? kStoredYamlLimits : kYamlLimits;
+  // The limits hold for the text as sent; its rewritten form may be longer (indentation).
+  if (text.size() <= limits.max_document_bytes) {
+    if (auto plain = json_with_plain_characters(text)) {
+      YamlLimits rewritten = limits;
+      rewritten.max_document_bytes = std::max(limits.max_document_bytes, plain->size());
+      return parse_document(*plain, name, source, rewritten);
+    }
   }
-  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
-    return util::invalid_argument(
-        fmt::format("{}:{}: the text contains a NUL byte", name, line_of(text, nul)));
-  if (const size_t bad = internal::invalid_utf8_at(text); bad != std::string_view::npos)
-    return util::invalid_argument(
-        fmt::format("{}:{}: the text is not valid UTF-8", name, line_of(text, bad)));
-  try {
-    if (auto plain = json_with_plain_characters(text)) return parse_documents(*plain, name, source);
-    return parse_documents(std::string(text), name, source);
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null())
-      return util::invalid_argument(fmt::format("{}: not valid YAML: {}", name, e.msg));
-    return util::invalid_argument(
-        fmt::format("{}:{}: not valid YAML: {}", name, e.mark.line + 1, e.msg));
-  }
+  return parse_document(text, name, source, limits);
 }
 
 }  // namespace

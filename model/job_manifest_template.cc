@@ -79,11 +79,13 @@ class TemplateReader {
                         r_.fields(tmpl, {"command", "args", "env", "workingDir", "resources"}));
     const Field* command = find(f, "command");
     if (command == nullptr) return r_.missing(tmpl, "command", "add command: [<program>, <arg>]");
+    TY_RETURN_IF_ERROR(exec_string_sizes(*command));
     TY_RETURN_IF_ERROR(read_command(*command));
-    TY_RETURN_IF_ERROR(check_arguments(*command, m_.process.command));
+    count_arguments(m_.process.command);
     if (const Field* args = find(f, "args")) {
+      TY_RETURN_IF_ERROR(exec_string_sizes(*args));
       TY_ASSIGN_OR_RETURN(m_.process.args, r_.string_list(*args));
-      TY_RETURN_IF_ERROR(check_arguments(*args, m_.process.args));
+      count_arguments(m_.process.args);
     }
     if (const Field* env = find(f, "env")) TY_RETURN_IF_ERROR(read_env(*env));
     if (current_rules_ && exec_bytes_ > kMaxExecTotal) {
@@ -121,20 +123,26 @@ class TemplateReader {
     return util::Status::ok();
   }
 
-  // Each element of `list` (already read into `values`) must fit in one execve argument.
-  util::Status check_arguments(const Field& list, const std::vector<std::string>& values) {
-    for (const std::string& v : values) exec_bytes_ += v.size() + 1 + kExecPointerBytes;
-    if (!current_rules_) return util::Status::ok();
-    for (size_t idx = 0; idx < values.size(); ++idx) {
-      if (values[idx].size() + 1 <= kMaxExecString) continue;
-      TY_ASSIGN_OR_RETURN(std::vector<Field> items, r_.items(list, ""));
+  // Each string of `list` must fit in one execve argument. Checked before the strings are read,
+  // so that this error, with its fix, comes before the reader's general string limit.
+  util::Status exec_string_sizes(const Field& list) const {
+    if (!current_rules_ || !list.value.IsSequence()) return util::Status::ok();
+    TY_ASSIGN_OR_RETURN(std::vector<Field> items, r_.items(list, ""));
+    for (const Field& item : items) {
+      const size_t size = item.value.IsScalar() ? item.value.Scalar().size() : 0;
+      if (size + 1 <= kMaxExecString) continue;
       return r_.invalid(
-          items[idx], fmt::format("an argument of at most {} bytes", kMaxExecString - 1),
+          item, fmt::format("an argument of at most {} bytes", kMaxExecString - 1),
           fmt::format("it has {} bytes; Linux refuses longer ones (MAX_ARG_STRLEN, {} bytes with "
                       "the NUL); {}",
-                      values[idx].size(), kMaxExecString, kLargeDataFix));
+                      size, kMaxExecString, kLargeDataFix));
     }
     return util::Status::ok();
+  }
+
+  // Adds what `values` (read from a list whose sizes were checked) take in execve.
+  void count_arguments(const std::vector<std::string>& values) {
+    for (const std::string& v : values) exec_bytes_ += v.size() + 1 + kExecPointerBytes;
   }
 
   // Kubernetes' list of {name, value}, or a plain NAME: value mapping.
@@ -161,14 +169,15 @@ class TemplateReader {
   }
 
   util::Status add_env(const Field& env, const Field& name_field, const Field& value_field) {
+    TY_RETURN_IF_ERROR(env_entry_size(name_field, value_field));
     TY_ASSIGN_OR_RETURN(std::string name, r_.string(name_field));
     if (!is_env_name(name)) {
       const std::string want = "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
       if (env.value.IsSequence()) return r_.invalid(name_field, want);
       // A key of the NAME: value form is not a path segment when it is not a name (it may hold
       // spaces or dots), so the error names the mapping and quotes the key.
-      return r_.error(name_field,
-                      fmt::format("{}: {} is not {}", env.path, describe(name_field.value), want));
+      return r_.error(name_field, fmt::format("{}: {} is not {}", env.path,
+                                              describe_yaml(name_field.value), want));
     }
     if (is_reserved_env(name)) {
       return r_.invalid(name_field, "a variable trainyard does not set itself",
@@ -184,18 +193,28 @@ class TemplateReader {
     if (value_field.value && !value_field.value.IsNull()) {
       TY_ASSIGN_OR_RETURN(value, r_.string(value_field));
     }
-    const size_t entry = name.size() + 1 + value.size() + 1;  // NAME=value and its NUL
-    exec_bytes_ += entry + kExecPointerBytes;
-    if (current_rules_ && entry > kMaxExecString) {
-      const Field& at = value.empty() ? name_field : value_field;
-      return r_.invalid(
-          at, fmt::format("a variable whose NAME=value has at most {} bytes", kMaxExecString - 1),
-          fmt::format("it has {} bytes; Linux refuses longer ones (MAX_ARG_STRLEN, {} bytes with "
-                      "the NUL); {}",
-                      entry - 1, kMaxExecString, kLargeDataFix));
-    }
+    exec_bytes_ += name.size() + 1 + value.size() + 1 + kExecPointerBytes;
     m_.process.env.emplace_back(std::move(name), std::move(value));
     return util::Status::ok();
+  }
+
+  // NAME=value and its NUL must fit in one execve string; checked on the text as written, before
+  // the reader's general string limit.
+  util::Status env_entry_size(const Field& name_field, const Field& value_field) const {
+    if (!current_rules_) return util::Status::ok();
+    auto size_of = [](const Field& f) {
+      return f.value && f.value.IsScalar() ? f.value.Scalar().size() : 0;
+    };
+    const size_t value_size =
+        value_field.value && !value_field.value.IsNull() ? size_of(value_field) : 0;
+    const size_t entry = size_of(name_field) + 1 + value_size + 1;
+    if (entry <= kMaxExecString) return util::Status::ok();
+    const Field& at = value_size == 0 ? name_field : value_field;
+    return r_.invalid(
+        at, fmt::format("a variable whose NAME=value has at most {} bytes", kMaxExecString - 1),
+        fmt::format("it has {} bytes; Linux refuses longer ones (MAX_ARG_STRLEN, {} bytes with "
+                    "the NUL); {}",
+                    entry - 1, kMaxExecString, kLargeDataFix));
   }
 
   util::Status read_limits(const Field& limits) {

@@ -72,7 +72,7 @@ class Arrays(harness.ServerTestCase):
                     "  array: 1-2%0\n  template: {command: [\"true\"]}\n")
         r = self.s.cli("submit", "-f", path, check=False)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("bad-array.yaml:5: spec.array", r.stderr)
+        self.assertIn("bad-array.yaml:5:10: spec.array", r.stderr)
 
     def test_cancel_of_the_array_cancels_every_task(self):
         out = self.s.cli("run", "--array", "0-4%1", "--name", "long", "--", "sleep", "30").stdout

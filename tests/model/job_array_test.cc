@@ -97,7 +97,7 @@ TEST(ArraySpecField, IsParsedStoredAndReadBack) {
 TEST(ArraySpecField, ErrorsNameFileLineAndField) {
   auto bad = parse_job_manifest(spec_with("sweep", "9-1"), "job.yaml");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("job.yaml:5: spec.array: \"9-1\": the range 9-1 ends"),
+  EXPECT_NE(bad.status().message().find("job.yaml:5:10: spec.array: \"9-1\": the range 9-1 ends"),
             std::string::npos)
       << bad.status().message();
 }

@@ -58,7 +58,7 @@ TEST(JobManifestLimits, TeamNamesFollowTheOneRule) {
   for (const std::string& bad : std::vector<std::string>{
            "\"a b\"", "\"\"", "ml/vision", "-x", "_x", ".x", "équipe", "\"tab\\there\"", "a:b",
            std::string(64, 'a'), "\"\\x01\"", "\"a\\u2028b\""}) {
-    EXPECT_CONTAINS(error_of(job("  team: " + bad + "\n")), "job.yaml:6: " + rule) << bad;
+    EXPECT_CONTAINS(error_of(job("  team: " + bad + "\n")), "job.yaml:6:9: " + rule) << bad;
   }
   EXPECT_TRUE(parse_job_manifest(job("  team: " + std::string(63, 'a') + "\n"), "j").is_ok());
 }
@@ -92,12 +92,12 @@ TEST(JobManifestLimits, GpuCountsArePlainDecimals) {
   for (const std::string& bad : std::vector<std::string>{
            "-0", "+1", "1e0", "0x1", "\" 1\"", "\"1 \"", "1.", "-0.5", "1_0", "0b1", "1e-3"}) {
     const std::string msg = error_of(with_gpus(bad));
-    EXPECT_CONTAINS(msg, "job.yaml:10: " + want) << bad;
+    EXPECT_CONTAINS(msg, "job.yaml:10:25: " + want) << bad;
     EXPECT_CONTAINS(msg, fix) << bad;
   }
   for (const std::string& bad : std::vector<std::string>{".", "inf", ".inf", "nan", ".nan", "two",
                                                          "\"\"", "~", "\"\\u0661\"", "\"１\""})
-    EXPECT_CONTAINS(error_of(with_gpus(bad)), "job.yaml:10: " + want) << bad;
+    EXPECT_CONTAINS(error_of(with_gpus(bad)), "job.yaml:10:25: " + want) << bad;
   EXPECT_CONTAINS(error_of(with_gpus("99999999999999999999999")), "at most 16 GPUs");
   EXPECT_CONTAINS(error_of(with_gpus("16.001")), "at most 16 GPUs");
   EXPECT_CONTAINS(error_of(with_gpus("0.0005")), "steps of 0.001");
@@ -126,9 +126,9 @@ TEST(JobManifestLimits, CpuAndMemoryArePlainToo) {
   EXPECT_TRUE(huge.ok);
   EXPECT_EQ(huge.milli, kMaxPlainMilli);
   EXPECT_CONTAINS(error_of(job("", "    resources: {limits: {cpu: 1e3}}\n")),
-                  "job.yaml:8: spec.template.resources.limits.cpu must be cores");
+                  "job.yaml:8:31: spec.template.resources.limits.cpu must be cores");
   EXPECT_CONTAINS(error_of(job("", "    resources: {limits: {memory: \"-0\"}}\n")),
-                  "job.yaml:8: spec.template.resources.limits.memory must be bytes");
+                  "job.yaml:8:34: spec.template.resources.limits.memory must be bytes");
 }
 
 TEST(JobManifestLimits, ArgumentsLongerThanExecveTakesAreRefusedWhereWritten) {
@@ -139,7 +139,7 @@ TEST(JobManifestLimits, ArgumentsLongerThanExecveTakesAreRefusedWhereWritten) {
   const std::string msg =
       error_of(job("", "    args: [x, \"" + std::string(kMaxArg + 1, 'a') + "\"]\n"));
   EXPECT_CONTAINS(msg,
-                  "job.yaml:8: spec.template.args[1] must be an argument of at most 131071 "
+                  "job.yaml:8:15: spec.template.args[1] must be an argument of at most 131071 "
                   "bytes, got \"aaaa");
   EXPECT_CONTAINS(msg,
                   "(it has 131072 bytes; Linux refuses longer ones (MAX_ARG_STRLEN, 131072 "
@@ -149,7 +149,7 @@ TEST(JobManifestLimits, ArgumentsLongerThanExecveTakesAreRefusedWhereWritten) {
       "    command:\n      - sh\n      - \"" +
       std::string(200000, 'b') + "\"\n");
   EXPECT_CONTAINS(in_command,
-                  "job.yaml:8: spec.template.command[1] must be an argument of at "
+                  "job.yaml:8:9: spec.template.command[1] must be an argument of at "
                   "most 131071 bytes");
 }
 
@@ -158,11 +158,12 @@ TEST(JobManifestLimits, EnvironmentEntriesAreCountedAsNameEqualsValue) {
   const std::string fits(kMaxArg - 4, 'v');  // "ABC=" + value = 131071
   EXPECT_TRUE(parse_job_manifest(job("", "    env: [{name: ABC, value: \"" + fits + "\"}]\n"), "j")
                   .is_ok());
-  EXPECT_CONTAINS(error_of(job("", "    env: [{name: ABC, value: \"" + fits + "v\"}]\n")),
-                  "job.yaml:8: spec.template.env[0].value must be a variable whose NAME=value has "
-                  "at most 131071 bytes, got \"vvv");
+  EXPECT_CONTAINS(
+      error_of(job("", "    env: [{name: ABC, value: \"" + fits + "v\"}]\n")),
+      "job.yaml:8:30: spec.template.env[0].value must be a variable whose NAME=value has "
+      "at most 131071 bytes, got \"vvv");
   EXPECT_CONTAINS(error_of(job("", "    env: {ABC: \"" + fits + "v\"}\n")),
-                  "job.yaml:8: spec.template.env.ABC must be a variable whose NAME=value has at "
+                  "job.yaml:8:16: spec.template.env.ABC must be a variable whose NAME=value has at "
                   "most 131071 bytes");
   EXPECT_CONTAINS(error_of(job("", "    env: [{name: " + std::string(kMaxArg, 'N') + "}]\n")),
                   "spec.template.env[0].name must be a variable whose");
@@ -176,7 +177,7 @@ TEST(JobManifestLimits, TheTotalOfArgsAndEnvStaysUnderASafeExecveSize) {
   args += "]\n";
   const size_t execve_bytes = (5 + 1 + 8) + 7 * (kMaxArg + 1 + 8) + 13200 * (1 + 1 + 8);
   const std::string msg = error_of(job("", args));
-  EXPECT_CONTAINS(msg, fmt::format("job.yaml:7: spec.template: command, args and env take {} "
+  EXPECT_CONTAINS(msg, fmt::format("job.yaml:7:5: spec.template: command, args and env take {} "
                                    "bytes in execve (each string, its NUL and its 8-byte "
                                    "pointer); at most 1048576 are accepted",
                                    execve_bytes));
@@ -201,9 +202,9 @@ TEST(JobManifestLimits, DirectoriesFitInPathMax) {
   EXPECT_EQ(parse_ok(job("", "    workingDir: " + longest + "\n")).process.working_dir, longest);
   EXPECT_EQ(parse_ok(job("  checkpoint: {dir: " + longest + "}\n")).checkpoint.dir, longest);
   EXPECT_CONTAINS(error_of(job("", "    workingDir: " + longest + "d\n")),
-                  "job.yaml:8: spec.template.workingDir must be a path of at most 4095 bytes");
+                  "job.yaml:8:17: spec.template.workingDir must be a path of at most 4095 bytes");
   EXPECT_CONTAINS(error_of(job("  checkpoint: {dir: " + longest + "d}\n")),
-                  "job.yaml:6: spec.checkpoint.dir must be a path of at most 4095 bytes");
+                  "job.yaml:6:21: spec.checkpoint.dir must be a path of at most 4095 bytes");
 }
 
 TEST(JobManifestLimits, SimulatedGpuProfilesMustBeKnown) {
@@ -214,7 +215,7 @@ TEST(JobManifestLimits, SimulatedGpuProfilesMustBeKnown) {
   }
   const std::string bad = job("", "", "  labels: {trainyard.dev/sim-gpu-profile: overheated}\n");
   EXPECT_EQ(error_of(bad),
-            "job.yaml:5: metadata.labels.trainyard.dev/sim-gpu-profile must be one of healthy, "
+            "job.yaml:5:43: metadata.labels.trainyard.dev/sim-gpu-profile must be one of healthy, "
             "data-bound, memory-leak, overheating, underfilled, idle, fp32, got \"overheated\" "
             "(the load simulated GPUs show for this job; leave the label out for healthy)");
   EXPECT_CONTAINS(error_of(job("", "", "  labels: {trainyard.dev/sim-gpu-profile: \"\"}\n")),
@@ -245,7 +246,7 @@ TEST(JobManifestLimits, StoredFormLongerThanARequestIsReadBack) {
   EXPECT_CONTAINS(parse_stored_job_manifest(std::string((size_t{16} << 20) + 1, ' '), "store")
                       .status()
                       .message(),
-                  "store: the job spec's stored form has 16777217 bytes; at most 16777216 are "
+                  "store: the document has 16777217 bytes; at most 16777216 are "
                   "accepted");
 }
 

@@ -205,7 +205,7 @@ class Specs(unittest.TestCase):
         r = self.submit_text(self.HEAD + "  template:\n    command: [true]\n    resources:\n"
                              "      limits:\n        nvidia.com/gpu: two\n")
         self.assertEqual(r.returncode, 2)
-        self.assertRegex(r.stderr, r"job\.yaml:10: .*nvidia\.com/gpu must be .*got \"?two")
+        self.assertRegex(r.stderr, r"job\.yaml:10:25: .*nvidia\.com/gpu must be .*got \"?two")
 
     def test_unknown_field_is_refused(self):
         r = self.submit_text(self.HEAD + "  worker: 2\n  template: {command: [true]}\n")

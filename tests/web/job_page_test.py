@@ -265,7 +265,7 @@ class JobPage(unittest.TestCase):
         st, body = self.s.http("POST", "/api/v1/jobs?file=job.yaml", body=bad.encode())
         self.assertEqual(st, 400)
         self.assertEqual(err.text, body["error"]["message"])
-        self.assertTrue(err.text.startswith("job.yaml:5: spec.workers"), err.text)
+        self.assertTrue(err.text.startswith("job.yaml:5:12: spec.workers"), err.text)
         self.assertEqual(self.b.fields()["specErrorLine"], "workers: 0")
         self.assertEqual(self.b.driver.execute_script(
             "const t = document.getElementById('spec-text');"
