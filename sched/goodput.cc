@@ -11,8 +11,9 @@
 //   2. Growth: the GPUs left go one worker at a time to the elastic job whose speed-up gains
 //      most, by Pollux's objective: the power mean with p = -1 of the jobs' speed-ups, i.e.
 //      the largest drop of 1/speed-up per GPU. A job's batch size follows its allocation (the
-//      model's best global batch for that many GPUs), which is how statistical efficiency
-//      enters: a larger batch needs more iterations.
+//      model's best global batch for that many GPUs: with per-epoch gradient statistics, the
+//      best in the job's current epoch, which it then adapts epoch by epoch), which is how
+//      statistical efficiency enters: a larger batch needs more iterations.
 //   3. Realisation: a running job whose allocation changes is stopped (PreemptCause::Resize)
 //      and restarts from its checkpoint at the new size, but only when its modelled speed
 //      rises by restart_gain or more (a restart costs the grace period and the restart delay)
@@ -150,12 +151,25 @@ class Goodput {
       const int nodes = (gpus + gpn - 1) / gpn;
       const double cs =
           model::gpu_compute_speed(snap_.accelerators[m], j.scaling->reference_bandwidth_gbps);
-      const double batch = j.elastic() ? j.scaling->best_batch(gpus, nodes, cs) : j.scaling->batch;
-      return {j.scaling->speed(gpus, nodes, batch, cs), static_cast<int>(batch)};
+      const model::ScalingModel& sm = *j.scaling;
+      if (j.elastic() && sm.has_epochs()) {
+        // The pace in the job's current epoch at the batch it would adapt to there.
+        const size_t e = sm.epoch_at(done_fraction(j));
+        const double batch = sm.adaptive_batch(e, gpus, nodes, cs);
+        return {sm.epoch_speed(e, gpus, nodes, batch, cs), static_cast<int>(std::lround(batch))};
+      }
+      const double batch = j.elastic() ? sm.best_batch(gpus, nodes, cs) : sm.batch;
+      return {sm.speed(gpus, nodes, batch, cs), static_cast<int>(batch)};
     }
     if (!j.elastic()) return {1.0, 0};
     if (!j.measured.empty()) return {measured_speed(j.measured, k), 0};
     return {static_cast<double>(k) / min_workers(j), 0};
+  }
+
+  // The share of its work that `j` has done, from its remaining run time (0 when unknown).
+  static double done_fraction(const SnapshotJob& j) {
+    if (j.remaining == kUnknownDuration || j.scaling->work_seconds <= 0) return 0;
+    return std::clamp(1.0 - util::to_seconds(j.remaining) / j.scaling->work_seconds, 0.0, 1.0);
   }
 
   // Steps per second at `k` workers from the measured points: linear between them; beyond the

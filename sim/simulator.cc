@@ -53,6 +53,9 @@ struct SimJob {
   // Work done per second of run time in this attempt: 1 at the configuration the trace
   // measured; the job's speed model (TraceJob::scaling) says how its placement changes it.
   double speed = 1.0;
+  // When the speed changes within the attempt (a job whose statistical efficiency changes by
+  // epoch): (work position where a stretch ends, its speed), from `saved` on; overrides `speed`.
+  std::vector<std::pair<Duration, double>> pace;
   bool noticed = false;      // the pending stop came with a notice (it can save a checkpoint)
   bool interrupted = false;  // the pending stop is a reclaim of one of its nodes
   bool restart_after_interruption = false;   // the last stop was a reclaim
@@ -351,13 +354,47 @@ class Simulation {
     return as_work(j, run_in_attempt(j, now));
   }
   static Duration as_work(const SimJob& j, Duration run) {
+    if (!j.pace.empty()) {
+      double pos = static_cast<double>(j.saved.count());
+      double left = static_cast<double>(run.count());
+      for (const auto& [end, speed] : j.pace) {
+        const double stretch = static_cast<double>(end.count()) - pos;
+        if (stretch <= 0) continue;
+        if (left * speed <= stretch) {
+          pos += left * speed;
+          left = 0;
+          break;
+        }
+        left -= stretch / speed;
+        pos += stretch;
+      }
+      return Duration(static_cast<int64_t>(pos)) - j.saved;
+    }
     if (j.speed == 1.0) return run;
     return Duration(static_cast<int64_t>(static_cast<double>(run.count()) * j.speed));
   }
+  // Run time the attempt needs for `work` from its start.
+  static double run_for_work(const SimJob& j, Duration work) {
+    if (j.pace.empty()) {
+      const double run = static_cast<double>(work.count());
+      return j.speed != 1.0 ? std::ceil(run / j.speed) : run;
+    }
+    double pos = static_cast<double>(j.saved.count());
+    const double target = static_cast<double>((j.saved + work).count());
+    double run = 0;
+    for (const auto& [end, speed] : j.pace) {
+      const double upto = std::min(target, static_cast<double>(end.count()));
+      if (upto > pos) {
+        run += (upto - pos) / speed;
+        pos = upto;
+      }
+      if (pos >= target) break;
+    }
+    return std::ceil(run);
+  }
   // Wall time the attempt needs for `work`, with its checkpoint stalls.
   static Duration wall_for_work(const SimJob& j, Duration work) {
-    double run = static_cast<double>(work.count());
-    if (j.speed != 1.0) run = std::ceil(run / j.speed);
+    const double run = run_for_work(j, work);
     if (j.interval.count() <= 0 || j.stall.count() <= 0) return Duration(static_cast<int64_t>(run));
     return Duration(
         static_cast<int64_t>(std::ceil(run * static_cast<double>((j.interval + j.stall).count()) /
@@ -636,7 +673,8 @@ class Simulation {
     j.work_start = now + delay;
     j.interval = j.trace->spec.checkpoint_interval;
     j.stall = Duration(0);
-    j.speed = attempt_speed(j, s);
+    set_pace(j, s);
+    if (opts_.full_invariant_check) TY_RETURN_IF_ERROR(check_pace(j));
     if (fleet_ && !s.placement.empty()) {
       std::vector<int> nodes;
       for (const auto& a : s.placement) {
@@ -661,14 +699,60 @@ class Simulation {
 
   // The job's speed on this start's placement and batch: its speed model's, the slowest GPU
   // of the gang setting the pace; without one, proportional to the workers for an elastic job
-  // (the trace's duration is at its requested workers) and 1 for a rigid one.
-  double attempt_speed(const SimJob& j, const sched::StartAction& s) const {
+  // (the trace's duration is at its requested workers) and 1 for a rigid one. A job given a
+  // batch by the plan adapts it (AdaptDL): with per-epoch statistics its pace changes epoch by
+  // epoch, the batch chosen anew at each.
+  void set_pace(SimJob& j, const sched::StartAction& s) const {
+    j.pace.clear();
+    j.speed = 1.0;
     const model::JobSpec& spec = j.trace->spec;
     const model::ScalingModel* m = j.trace->scaling.get();
     if (m == nullptr) {
-      if (!spec.elastic() || s.workers <= 0) return 1.0;
-      return static_cast<double>(s.workers) / std::max(1, spec.workers);
+      if (spec.elastic() && s.workers > 0)
+        j.speed = static_cast<double>(s.workers) / std::max(1, spec.workers);
+      return;
     }
+    const Allocation a = allocation(m, s);
+    if (a.gpus == 0) return;
+    if (s.batch <= 0 || !m->has_epochs()) {
+      const double batch = s.batch > 0 ? s.batch : m->batch;
+      j.speed = m->speed(a.gpus, a.nodes, batch, a.compute);
+      return;
+    }
+    const double total = static_cast<double>(j.trace->duration.count());
+    const double done = total > 0 ? static_cast<double>(j.saved.count()) / total : 0;
+    for (const model::PaceStretch& p : m->pace(done, a.gpus, a.nodes, a.compute, true)) {
+      const Duration end(static_cast<int64_t>(std::llround(p.work_end * total)));
+      j.pace.emplace_back(std::min(end, j.trace->duration), std::max(p.speed, 1e-9));
+    }
+    if (j.pace.empty()) return;
+    j.pace.back().first = j.trace->duration;
+    j.speed = j.pace.front().second;
+  }
+
+  // The run time the attempt needs for its remaining work does that work (the two directions
+  // of the pace agree, to rounding).
+  static util::Status check_pace(const SimJob& j) {
+    const Duration left = j.trace->duration - j.saved;
+    const Duration run(static_cast<int64_t>(run_for_work(j, left)));
+    const Duration done = as_work(j, run);
+    double fastest = j.speed;
+    for (const auto& p : j.pace) fastest = std::max(fastest, p.second);
+    const int64_t slack = 2 + static_cast<int64_t>(std::ceil(fastest));
+    if (std::llabs((done - left).count()) > slack) {
+      return util::internal_error(
+          fmt::format("job {}: its pace does {} us of work in the {} us it needs for {} us",
+                      j.trace->id.value(), done.count(), run.count(), left.count()));
+    }
+    return util::Status::ok();
+  }
+
+  struct Allocation {
+    int gpus = 0;
+    int nodes = 0;
+    double compute = 1.0;
+  };
+  Allocation allocation(const model::ScalingModel* m, const sched::StartAction& s) const {
     int gpus = 0;
     std::vector<int> nodes;
     double compute = std::numeric_limits<double>::infinity();
@@ -682,9 +766,8 @@ class Simulation {
                          model::gpu_compute_speed(model >= 0 ? snap_.accelerators[model] : nullptr,
                                                   m->reference_bandwidth_gbps));
     }
-    if (gpus == 0) return 1.0;
-    const double batch = s.batch > 0 ? s.batch : m->batch;
-    return m->speed(gpus, static_cast<int>(nodes.size()), batch, compute);
+    if (gpus == 0) return {};
+    return {gpus, static_cast<int>(nodes.size()), compute};
   }
 
   const Workload& w_;

@@ -29,7 +29,8 @@ namespace {
 // the local batch (batch / replicas, linear between profiled local batches) on the most packed
 // placement of 4-GPU T4 nodes (placements.csv up to 16 GPUs, scalability.csv beyond); local
 // batches above the profiled maximum (yolov3: above 8, the artifact's cap) accumulate
-// gradients (compute repeated, one sync).
+// gradients (compute repeated, one sync), and so does one replica above the initial batch (the
+// artifact runs it in at least two steps).
 struct ProfiledRun {
   std::string_view application;
   int replicas;
@@ -57,7 +58,7 @@ constexpr std::array<ProfiledRun, 19> kProfiledRuns{{
     {"imagenet", 24, 3200, 42850, 0.7427},   // 6 nodes x 4, local batch 133
     {"imagenet", 32, 6400, 25094, 1.0933},   // 8 nodes x 4, local batch 200
     {"imagenet", 48, 6400, 25094, 0.7857},   // 12 nodes x 4, local batch 133
-    {"ncf", 1, 32768, 1552, 0.0213},         // 1, local batch 32768
+    {"ncf", 1, 32768, 1552, 0.0296},         // 1, local batch 16384 in 2 steps (one replica)
     {"yolov3", 4, 64, 15970, 0.8829},        // 4, local batch 16 in 2 steps of 8
 }};
 
@@ -80,6 +81,13 @@ struct FittedProfile {
   double median_error;     // |model - measured| / measured over the profile rows
   double p90_error;
   std::vector<std::pair<int, int>> iterations;  // (global batch, iterations), ascending
+  double min_local_batch;
+  std::vector<double> stat_batches;  // global batches of the validation curves, ascending
+  struct Epoch {
+    double progress_end;
+    std::vector<double> stats;  // grad_sqr, grad_var per stat batch
+  };
+  std::vector<Epoch> epochs;
 };
 
 const std::vector<FittedProfile>& fitted_profiles() {
@@ -90,9 +98,10 @@ const std::vector<FittedProfile>& fitted_profiles() {
 }
 
 // The job's speed model: the fitted profile of its application, at its requested replicas
-// and batch, packed on 4-GPU T4 nodes as the profiles were measured.
+// and batch, packed on 4-GPU T4 nodes as the profiles were measured; `work` is its run time
+// there (0 while it is being computed).
 std::shared_ptr<const model::ScalingModel> scaling_model(const FittedProfile& p, int64_t replicas,
-                                                         int64_t batch) {
+                                                         int64_t batch, util::Duration work) {
   auto m = std::make_shared<model::ScalingModel>();
   m->application = std::string(p.application);
   m->coef = p.coef;
@@ -102,6 +111,18 @@ std::shared_ptr<const model::ScalingModel> scaling_model(const FittedProfile& p,
   m->batch = static_cast<int>(batch);
   m->gpus_per_node = kProfiledGpusPerNode;
   m->reference_bandwidth_gbps = kProfiledGpuBandwidth;
+  m->min_local_batch = p.min_local_batch;
+  m->stat_batches = p.stat_batches;
+  m->epochs.reserve(p.epochs.size());
+  for (const FittedProfile::Epoch& e : p.epochs) {
+    model::EpochStats es;
+    es.progress_end = e.progress_end;
+    for (size_t i = 0; i + 1 < e.stats.size(); i += 2)
+      es.grad.emplace_back(e.stats[i], e.stats[i + 1]);
+    m->epochs.push_back(std::move(es));
+  }
+  m->work_seconds = util::to_seconds(work);
+  m->prepare();
   return m;
 }
 
@@ -124,7 +145,7 @@ util::Result<util::Duration> profiled_duration(const util::CsvReader& csv, const
     if (p.application != app) continue;
     ++(*modelled)[std::string(app)];
     const int64_t nodes = (replicas + kProfiledGpusPerNode - 1) / kProfiledGpusPerNode;
-    return util::seconds_f(scaling_model(p, replicas, batch)
+    return util::seconds_f(scaling_model(p, replicas, batch, util::Duration(0))
                                ->time_to_target(static_cast<int>(replicas), static_cast<int>(nodes),
                                                 static_cast<double>(batch), 1.0));
   }
@@ -162,7 +183,8 @@ util::Result<Workload> load_profiled_workload(std::string text, const std::strin
     j.spec.min_workers = 1;
     j.spec.max_workers = static_cast<int>(std::max(kMinElasticMax, 2 * replicas));
     for (const FittedProfile& p : fitted_profiles()) {
-      if (p.application == csv.field(c.application)) j.scaling = scaling_model(p, replicas, batch);
+      if (p.application == csv.field(c.application))
+        j.scaling = scaling_model(p, replicas, batch, j.duration);
     }
     w.jobs.push_back(std::move(j));
     return util::Status::ok();
