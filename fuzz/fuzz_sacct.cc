@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/trace_sacct_fields.h"
+#include "sim/traces/sacct_fields.h"
 #include "sim/workload.h"
 #include "util/status.h"
 

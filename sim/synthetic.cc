@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 
 namespace trainyard::sim {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "sim/metrics.h"
 #include "sim/simulator.h"
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 #include "sim/workload.h"
 
 namespace trainyard::sim {

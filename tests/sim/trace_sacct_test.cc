@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "sim/trace_sacct_fields.h"
+#include "sim/traces/sacct_fields.h"
 #include "sim/workload.h"
 #include "tests/sim/trace_test_util.h"
 

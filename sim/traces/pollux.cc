@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"
@@ -92,7 +92,7 @@ struct FittedProfile {
 
 const std::vector<FittedProfile>& fitted_profiles() {
   static const std::vector<FittedProfile> profiles = {
-#include "sim/job_profile_model.inc"
+#include "sim/traces/job_profile_model.inc"
   };
   return profiles;
 }

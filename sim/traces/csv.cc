@@ -13,8 +13,8 @@
 
 #include "model/accelerator.h"
 #include "model/quantity.h"
-#include "sim/trace_common.h"
-#include "sim/trace_csv_columns.h"
+#include "sim/traces/common.h"
+#include "sim/traces/csv_columns.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "model/quantity.h"
-#include "sim/trace_csv_columns.h"
+#include "sim/traces/csv_columns.h"
 #include "sim/workload.h"
 
 namespace trainyard::sim {

@@ -1,5 +1,5 @@
-// The columns of trainyard's generic CSV trace, shared by its reader (trace_csv.cc) and writer
-// (trace_csv_writer.cc) so the two cannot drift apart. The writer emits them in this order.
+// The columns of trainyard's generic CSV trace, shared by its reader (csv.cc) and writer
+// (csv_writer.cc) so the two cannot drift apart. The writer emits them in this order.
 #pragma once
 
 #include <array>

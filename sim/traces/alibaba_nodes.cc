@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"

@@ -1,6 +1,6 @@
 // Field readers for Slurm accounting output (`sacct --parsable2`): time stamps, time limits,
 // TRES lists and job ids. Pure; errors carry no location (the adapter adds file:line:column).
-// Internal to sim/trace_sacct.cc and its tests.
+// Internal to sim/traces/sacct.cc and its tests.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // ("auto"), then finalize()s the workload. docs/trace-formats.md describes every format.
 #include <fmt/format.h>
 
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"

@@ -1,4 +1,4 @@
-#include "sim/trace_sacct_fields.h"
+#include "sim/traces/sacct_fields.h"
 
 #include <charconv>
 #include <ctime>

@@ -1,4 +1,4 @@
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 
 #include <algorithm>
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "model/slurm_gres.h"
-#include "sim/trace_common.h"
-#include "sim/trace_sacct_fields.h"
+#include "sim/traces/common.h"
+#include "sim/traces/sacct_fields.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"

@@ -3,7 +3,7 @@
 // "<model_name>-<job_id>". More than 8 GPUs become gangs as in Philly (8-GPU servers).
 #include <fmt/format.h>
 
-#include "sim/trace_common.h"
+#include "sim/traces/common.h"
 #include "sim/workload.h"
 #include "util/csv_reader.h"
 #include "util/read_file.h"
