@@ -4,12 +4,11 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <yaml-cpp/yaml.h>
 
 #include "model/accelerator.h"
 #include "model/names.h"
 #include "model/quantity.h"
+#include "model/yaml_reader.h"
 #include "util/read_file.h"
 
 namespace trainyard::model {
@@ -20,234 +19,187 @@ namespace {
 // is an error instead of gigabytes of nodes.
 constexpr int64_t kMaxClusterNodes = 100'000;
 
+// Keys of a pool of alike nodes, of a pool bought from a cloud (instanceType:), of a node, a team.
+constexpr std::string_view kPoolKeys[] = {
+    "name", "kind",         "gpu",    "gpusPerNode",      "nodes",   "cpu", "memory",
+    "mig",  "nodesPerRack", "labels", "pricePerNodeHour", "minNodes"};
+constexpr std::string_view kCloudPoolKeys[] = {
+    "name",     "kind",     "provider",    "instanceType", "region", "zones",
+    "minNodes", "maxNodes", "idleTimeout", "priority",     "labels"};
+constexpr std::string_view kNodeKeys[] = {"name", "gpu",  "gpus",   "cpu", "memory",
+                                          "mig",  "rack", "labels", "pool"};
+constexpr std::string_view kTeamKeys[] = {"name",  "weight",         "cohort",
+                                          "quota", "borrowingLimit", "budget"};
+// Prices, weights and GPU amounts: far above any real value, below where doubles lose cents.
+constexpr double kMaxAmount = 1e12;
+
 class Parser {
  public:
-  Parser(std::string file, ClusterParseOptions options)
-      : file_(std::move(file)), options_(std::move(options)) {}
+  Parser(const YamlReader& r, ClusterParseOptions options) : r_(r), options_(std::move(options)) {}
 
-  util::Status error(const YAML::Node& n, std::string_view msg) const {
-    const auto m = n.Mark();
-    if (m.is_null()) return util::invalid_argument(fmt::format("{}: {}", file_, msg));
-    return util::invalid_argument(
-        fmt::format("{}:{}:{}: {}", file_, m.line + 1, m.column + 1, msg));
-  }
-
-  util::Status only_keys(const YAML::Node& map, std::string_view where,
-                         std::initializer_list<std::string_view> allowed) const {
-    if (!map.IsMap()) return error(map, fmt::format("{} must be a mapping of key: value", where));
-    for (const auto& kv : map) {
-      const std::string key = kv.first.as<std::string>();
-      bool ok = false;
-      for (auto a : allowed) ok = ok || key == a;
-      if (!ok) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return error(kv.first,
-                     fmt::format("unknown key '{}' in {}; allowed: {}", key, where, list));
-      }
-    }
-    return util::Status::ok();
-  }
-
-  util::Result<std::string> str(const YAML::Node& n, std::string_view what) const {
-    if (!n.IsScalar()) return error(n, fmt::format("{} must be a string", what));
-    return n.as<std::string>();
-  }
-
-  util::Result<int64_t> integer(const YAML::Node& n, std::string_view what, int64_t lo,
-                                int64_t hi) const {
-    int64_t v = 0;
-    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v) || v < lo || v > hi) {
-      return error(n, fmt::format("{} must be a whole number in {}..{}, got '{}'", what, lo, hi,
-                                  n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")));
-    }
-    return v;
-  }
-
-  util::Result<double> number(const YAML::Node& n, std::string_view what, double lo) const {
-    double v = 0;
-    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= lo) || v > 1e12) {
-      return error(n, fmt::format("{} must be a number >= {}, got '{}'", what, lo,
-                                  n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")));
-    }
-    return v;
-  }
-
-  util::Result<bool> boolean(const YAML::Node& n, std::string_view what) const {
-    bool v = false;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      return error(n, fmt::format("{} must be true or false", what));
-    }
-    return v;
-  }
-
-  util::Result<model::Labels> labels(const YAML::Node& n) const {
-    if (!n.IsMap()) return error(n, "labels must be a mapping of key: value");
+  util::Result<model::Labels> labels(const YamlField& f) const {
+    TY_ASSIGN_OR_RETURN(std::vector<YamlField> entries, r_.entries(f));
     model::Labels out;
-    for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) return error(kv.second, "label values must be strings");
-      out[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    for (const YamlField& e : entries) {
+      TY_ASSIGN_OR_RETURN(out[e.key.Scalar()], r_.string(e));
     }
     return out;
   }
 
-  util::Result<std::string> gpu_model(const YAML::Node& n) const {
-    TY_ASSIGN_OR_RETURN(std::string name, str(n, "gpu"));
-    if (name.empty()) return error(n, "gpu must name an accelerator model, e.g. H100-80GB");
+  util::Result<std::string> gpu_model(const YamlField& f) const {
+    TY_ASSIGN_OR_RETURN(std::string name, r_.string(f));
+    if (name.empty()) return r_.invalid(f, "an accelerator model", "e.g. H100-80GB");
     return model::canonical_accelerator_name(name);
   }
 
-  util::Status room_for_nodes(const YAML::Node& at, const ClusterConfig& out, int64_t more) const {
+  util::Status room_for_nodes(const YamlField& at, const ClusterConfig& out, int64_t more) const {
     const int64_t total = static_cast<int64_t>(out.nodes.size()) + more;
     if (total <= kMaxClusterNodes) return util::Status::ok();
-    return error(at, fmt::format("the cluster would have {} nodes; at most {} are supported", total,
-                                 kMaxClusterNodes));
+    return r_.error(at, fmt::format("{}: the cluster would have {} nodes; at most {} are supported",
+                                    at.path, total, kMaxClusterNodes));
+  }
+
+  // A unique pool or node name.
+  util::Result<std::string> unique_name(const YamlField& item, const YamlFields& f,
+                                        std::string_view what) {
+    const YamlField* name = f.get("name");
+    if (name == nullptr) return r_.missing(item, "name", fmt::format("a {} needs a name", what));
+    TY_ASSIGN_OR_RETURN(std::string out, r_.string(*name));
+    if (!names_.insert(out).second)
+      return r_.error(*name, fmt::format("{}: '{}' is defined twice", name->path, out));
+    return out;
   }
 
   // Node fields shared by pools and explicit nodes.
-  util::Status node_fields(const YAML::Node& n, model::Node& node) const {
-    if (n["cpu"]) {
-      TY_ASSIGN_OR_RETURN(std::string cpu, str(n["cpu"], "cpu"));
-      auto parsed = model::parse_cpu(cpu);
-      if (!parsed.is_ok()) return error(n["cpu"], parsed.status().message());
+  util::Status node_fields(const YamlFields& f, model::Node& node) const {
+    if (const YamlField* cpu = f.get("cpu")) {
+      TY_ASSIGN_OR_RETURN(std::string text, r_.string(*cpu));
+      auto parsed = model::parse_cpu(text);
+      if (!parsed.is_ok())
+        return r_.error(*cpu, fmt::format("{}: {}", cpu->path, parsed.status().message()));
       node.cpu = *parsed;
     }
-    if (n["memory"]) {
-      TY_ASSIGN_OR_RETURN(std::string mem, str(n["memory"], "memory"));
-      auto parsed = model::parse_bytes(mem);
-      if (!parsed.is_ok()) return error(n["memory"], parsed.status().message());
+    if (const YamlField* mem = f.get("memory")) {
+      TY_ASSIGN_OR_RETURN(std::string text, r_.string(*mem));
+      auto parsed = model::parse_bytes(text);
+      if (!parsed.is_ok())
+        return r_.error(*mem, fmt::format("{}: {}", mem->path, parsed.status().message()));
       node.memory = *parsed;
     }
-    if (n["mig"]) {
-      TY_ASSIGN_OR_RETURN(node.mig_enabled, boolean(n["mig"], "mig"));
+    if (const YamlField* mig = f.get("mig")) {
+      TY_ASSIGN_OR_RETURN(node.mig_enabled, r_.boolean(*mig));
       const model::Accelerator* a = model::find_accelerator(node.gpu_model);
       if (node.mig_enabled && (a == nullptr || a->mig_profiles.empty())) {
-        return error(n["mig"], fmt::format("{} has no MIG support; MIG needs A100, H100 or H200",
-                                           node.gpu_model));
+        return r_.error(*mig, fmt::format("{}: {} has no MIG support; MIG needs A100, H100 or H200",
+                                          mig->path, node.gpu_model));
       }
     }
-    if (n["labels"]) {
-      TY_ASSIGN_OR_RETURN(node.labels, labels(n["labels"]));
+    if (const YamlField* l = f.get("labels")) {
+      TY_ASSIGN_OR_RETURN(node.labels, labels(*l));
     }
     return util::Status::ok();
   }
 
+  util::Result<model::PoolKind> pool_kind(const YamlField& f) const {
+    TY_ASSIGN_OR_RETURN(std::string kind, r_.string(f));
+    auto k = model::parse_pool_kind(kind);
+    if (!k.is_ok()) return r_.error(f, fmt::format("{}: {}", f.path, k.status().message()));
+    return *k;
+  }
+
   // A pool bought from a cloud: no nodes up front; the shape and price come from the catalog
   // offering the driver resolves (cloud/pool_offerings.h).
-  util::Status cloud_pool(const YAML::Node& p, ClusterConfig& out) {
-    TY_RETURN_IF_ERROR(only_keys(p, "a cloud pool",
-                                 {"name", "kind", "provider", "instanceType", "region", "zones",
-                                  "minNodes", "maxNodes", "idleTimeout", "priority", "labels"}));
-    if (!p["name"]) return error(p, "a pool needs a name");
+  util::Status cloud_pool(const YamlField& p, ClusterConfig& out) {
+    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(p, kCloudPoolKeys));
     model::Pool pool;
-    TY_ASSIGN_OR_RETURN(pool.name, str(p["name"], "name"));
-    if (!names_.insert(pool.name).second)
-      return error(p["name"], fmt::format("pool '{}' is defined twice", pool.name));
+    TY_ASSIGN_OR_RETURN(pool.name, unique_name(p, f, "pool"));
     pool.kind = model::PoolKind::OnDemand;
-    if (p["kind"]) {
-      TY_ASSIGN_OR_RETURN(std::string kind, str(p["kind"], "kind"));
-      auto k = model::parse_pool_kind(kind);
-      if (!k.is_ok()) return error(p["kind"], k.status().message());
-      if (*k != model::PoolKind::Spot && *k != model::PoolKind::OnDemand)
-        return error(p["kind"], "a cloud pool (instanceType:) buys spot or on-demand nodes");
-      pool.kind = *k;
+    if (const YamlField* kind = f.get("kind")) {
+      TY_ASSIGN_OR_RETURN(pool.kind, pool_kind(*kind));
+      if (pool.kind != model::PoolKind::Spot && pool.kind != model::PoolKind::OnDemand)
+        return r_.invalid(*kind, "spot or on-demand", "a cloud pool (instanceType:) buys nodes");
     }
-    if (!p["provider"])
-      return error(p, fmt::format("pool '{}' needs provider: (aws, gcp, ...)", pool.name));
-    TY_ASSIGN_OR_RETURN(pool.provider, str(p["provider"], "provider"));
-    TY_ASSIGN_OR_RETURN(pool.instance_type, str(p["instanceType"], "instanceType"));
-    if (p["region"]) {
-      TY_ASSIGN_OR_RETURN(pool.region, str(p["region"], "region"));
+    const YamlField* provider = f.get("provider");
+    if (provider == nullptr) return r_.missing(p, "provider", "aws, gcp, ...");
+    TY_ASSIGN_OR_RETURN(pool.provider, r_.string(*provider));
+    TY_ASSIGN_OR_RETURN(pool.instance_type, r_.string(*f.get("instanceType")));
+    if (const YamlField* region = f.get("region")) {
+      TY_ASSIGN_OR_RETURN(pool.region, r_.string(*region));
     }
-    if (p["zones"]) {
-      if (!p["zones"].IsSequence()) return error(p["zones"], "zones must be a list of zone names");
-      for (const auto& z : p["zones"]) {
-        TY_ASSIGN_OR_RETURN(std::string zone, str(z, "zones"));
-        pool.zones.push_back(std::move(zone));
-      }
+    if (const YamlField* zones = f.get("zones")) {
+      TY_ASSIGN_OR_RETURN(pool.zones, r_.string_list(*zones));
     }
-    if (!p["maxNodes"])
-      return error(p, fmt::format("pool '{}' needs maxNodes: <count>", pool.name));
-    TY_ASSIGN_OR_RETURN(const int64_t mx, integer(p["maxNodes"], "maxNodes", 1, kMaxClusterNodes));
-    TY_RETURN_IF_ERROR(room_for_nodes(p["maxNodes"], out, mx));
+    const YamlField* max = f.get("maxNodes");
+    if (max == nullptr) return r_.missing(p, "maxNodes", "the most nodes the pool may buy");
+    TY_ASSIGN_OR_RETURN(const int64_t mx, r_.integer(*max, 1, kMaxClusterNodes));
+    TY_RETURN_IF_ERROR(room_for_nodes(*max, out, mx));
     pool.max_nodes = static_cast<int>(mx);
-    if (p["minNodes"]) {
-      TY_ASSIGN_OR_RETURN(const int64_t mn, integer(p["minNodes"], "minNodes", 0, mx));
+    if (const YamlField* min = f.get("minNodes")) {
+      TY_ASSIGN_OR_RETURN(const int64_t mn, r_.integer(*min, 0, mx, "at most maxNodes"));
       pool.min_nodes = static_cast<int>(mn);
     }
-    if (p["idleTimeout"]) {
+    if (const YamlField* idle = f.get("idleTimeout")) {
       TY_ASSIGN_OR_RETURN(pool.idle_timeout_seconds,
-                          number(p["idleTimeout"], "idleTimeout (seconds)", 0));
+                          r_.number(*idle, 0, kMaxAmount, "a number of seconds"));
     }
-    if (p["priority"]) {
-      TY_ASSIGN_OR_RETURN(const int64_t pr, integer(p["priority"], "priority", -1000, 1000));
+    if (const YamlField* priority = f.get("priority")) {
+      TY_ASSIGN_OR_RETURN(const int64_t pr, r_.integer(*priority, -1000, 1000));
       pool.priority = static_cast<int>(pr);
     }
-    if (p["labels"]) {
-      TY_ASSIGN_OR_RETURN(pool.labels, labels(p["labels"]));
+    if (const YamlField* l = f.get("labels")) {
+      TY_ASSIGN_OR_RETURN(pool.labels, labels(*l));
     }
     pool.autoscaled = true;
     out.pools.push_back(std::move(pool));
     return util::Status::ok();
   }
 
-  util::Status pool(const YAML::Node& p, ClusterConfig& out) {
-    if (p.IsMap() && p["instanceType"]) return cloud_pool(p, out);
-    TY_RETURN_IF_ERROR(
-        only_keys(p, "a pool",
-                  {"name", "kind", "gpu", "gpusPerNode", "nodes", "cpu", "memory", "mig",
-                   "nodesPerRack", "labels", "pricePerNodeHour", "minNodes"}));
-    if (!p["name"]) return error(p, "a pool needs a name");
+  util::Status pool(const YamlField& p, ClusterConfig& out) {
+    if (p.value.IsMap() && p.value["instanceType"]) return cloud_pool(p, out);
+    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(p, kPoolKeys));
     model::Pool pool;
-    TY_ASSIGN_OR_RETURN(pool.name, str(p["name"], "name"));
-    if (!names_.insert(pool.name).second)
-      return error(p["name"], fmt::format("pool '{}' is defined twice", pool.name));
-    if (p["kind"]) {
-      TY_ASSIGN_OR_RETURN(std::string kind, str(p["kind"], "kind"));
-      auto k = model::parse_pool_kind(kind);
-      if (!k.is_ok()) return error(p["kind"], k.status().message());
-      pool.kind = *k;
+    TY_ASSIGN_OR_RETURN(pool.name, unique_name(p, f, "pool"));
+    if (const YamlField* kind = f.get("kind")) {
+      TY_ASSIGN_OR_RETURN(pool.kind, pool_kind(*kind));
     }
-    if (!p["nodes"]) return error(p, fmt::format("pool '{}' needs nodes: <count>", pool.name));
-    TY_ASSIGN_OR_RETURN(const int64_t count, integer(p["nodes"], "nodes", 0, kMaxClusterNodes));
-    TY_RETURN_IF_ERROR(room_for_nodes(p["nodes"], out, count));
+    const YamlField* nodes = f.get("nodes");
+    if (nodes == nullptr) return r_.missing(p, "nodes", "how many nodes the pool has");
+    TY_ASSIGN_OR_RETURN(const int64_t count, r_.integer(*nodes, 0, kMaxClusterNodes));
+    TY_RETURN_IF_ERROR(room_for_nodes(*nodes, out, count));
     pool.max_nodes = static_cast<int>(count);
-    if (p["minNodes"]) {
-      TY_ASSIGN_OR_RETURN(const int64_t mn, integer(p["minNodes"], "minNodes", 0, count));
+    pool.min_nodes = pool.max_nodes;
+    if (const YamlField* min = f.get("minNodes")) {
+      TY_ASSIGN_OR_RETURN(const int64_t mn, r_.integer(*min, 0, count, "at most nodes"));
       pool.min_nodes = static_cast<int>(mn);
-    } else {
-      pool.min_nodes = pool.max_nodes;
     }
     model::Node tmpl;
     tmpl.pool = pool.name;
     tmpl.cpu = model::CpuMilli(64000);
     tmpl.memory = model::gib(512);
-    if (p["gpu"]) {
-      TY_ASSIGN_OR_RETURN(tmpl.gpu_model, gpu_model(p["gpu"]));
-      if (!p["gpusPerNode"])
-        return error(p, fmt::format("pool '{}' has gpu but no gpusPerNode", pool.name));
+    const YamlField* gpu = f.get("gpu");
+    const YamlField* per_node = f.get("gpusPerNode");
+    if (gpu != nullptr) {
+      TY_ASSIGN_OR_RETURN(tmpl.gpu_model, gpu_model(*gpu));
+      if (per_node == nullptr) return r_.missing(p, "gpusPerNode", "it goes with gpu:");
     }
-    if (p["gpusPerNode"]) {
-      if (!p["gpu"])
-        return error(p["gpusPerNode"], "gpusPerNode needs gpu: <model> in the same pool");
-      TY_ASSIGN_OR_RETURN(const int64_t g,
-                          integer(p["gpusPerNode"], "gpusPerNode", 0, model::kMaxGpusPerNode));
+    if (per_node != nullptr) {
+      if (gpu == nullptr) return r_.missing(p, "gpu", "gpusPerNode needs the GPU model");
+      TY_ASSIGN_OR_RETURN(const int64_t g, r_.integer(*per_node, 0, model::kMaxGpusPerNode));
       tmpl.gpu_count = static_cast<int>(g);
     }
     pool.gpu_model = tmpl.gpu_model;
     pool.gpus_per_node = tmpl.gpu_count;
-    TY_RETURN_IF_ERROR(node_fields(p, tmpl));
+    TY_RETURN_IF_ERROR(node_fields(f, tmpl));
     pool.cpu = tmpl.cpu;
     pool.memory = tmpl.memory;
     pool.mig_enabled = tmpl.mig_enabled;
     pool.labels = tmpl.labels;
     int64_t per_rack = 0;
-    if (p["nodesPerRack"]) {
-      TY_ASSIGN_OR_RETURN(per_rack, integer(p["nodesPerRack"], "nodesPerRack", 1, 1000000));
+    if (const YamlField* rack = f.get("nodesPerRack")) {
+      TY_ASSIGN_OR_RETURN(per_rack, r_.integer(*rack, 1, 1000000));
     }
-    if (p["pricePerNodeHour"]) {
-      TY_ASSIGN_OR_RETURN(pool.price_per_node_hour,
-                          number(p["pricePerNodeHour"], "pricePerNodeHour", 0));
+    if (const YamlField* price = f.get("pricePerNodeHour")) {
+      TY_ASSIGN_OR_RETURN(pool.price_per_node_hour, r_.number(*price, 0, kMaxAmount));
     }
     for (int64_t i = 0; i < count; ++i) {
       model::Node n = tmpl;
@@ -259,45 +211,41 @@ class Parser {
     return util::Status::ok();
   }
 
-  util::Status node(const YAML::Node& n, ClusterConfig& out) {
+  util::Status node(const YamlField& n, ClusterConfig& out) {
     TY_RETURN_IF_ERROR(room_for_nodes(n, out, 1));
-    TY_RETURN_IF_ERROR(only_keys(
-        n, "a node", {"name", "gpu", "gpus", "cpu", "memory", "mig", "rack", "labels", "pool"}));
+    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(n, kNodeKeys));
     model::Node node;
-    if (!n["name"]) return error(n, "a node needs a name");
-    TY_ASSIGN_OR_RETURN(node.name, str(n["name"], "name"));
-    if (!names_.insert(node.name).second)
-      return error(n["name"], fmt::format("'{}' is defined twice", node.name));
+    TY_ASSIGN_OR_RETURN(node.name, unique_name(n, f, "node"));
     node.cpu = model::CpuMilli(64000);
     node.memory = model::gib(512);
-    if (n["gpu"]) {
-      TY_ASSIGN_OR_RETURN(node.gpu_model, gpu_model(n["gpu"]));
-      if (!n["gpus"])
-        return error(n, fmt::format("node '{}' has gpu but no gpus: <count>", node.name));
-      TY_ASSIGN_OR_RETURN(const int64_t g, integer(n["gpus"], "gpus", 0, model::kMaxGpusPerNode));
+    const YamlField* gpus = f.get("gpus");
+    if (const YamlField* gpu = f.get("gpu")) {
+      TY_ASSIGN_OR_RETURN(node.gpu_model, gpu_model(*gpu));
+      if (gpus == nullptr) return r_.missing(n, "gpus", "how many GPUs of that model");
+      TY_ASSIGN_OR_RETURN(const int64_t g, r_.integer(*gpus, 0, model::kMaxGpusPerNode));
       node.gpu_count = static_cast<int>(g);
-    } else if (n["gpus"]) {
-      return error(n["gpus"], "gpus needs gpu: <model> on the same node");
+    } else if (gpus != nullptr) {
+      return r_.missing(n, "gpu", "gpus needs the GPU model on the same node");
     }
-    if (n["rack"]) {
-      TY_ASSIGN_OR_RETURN(node.rack, str(n["rack"], "rack"));
+    if (const YamlField* rack = f.get("rack")) {
+      TY_ASSIGN_OR_RETURN(node.rack, r_.string(*rack));
     }
-    if (n["pool"]) {
-      TY_ASSIGN_OR_RETURN(node.pool, str(n["pool"], "pool"));
+    if (const YamlField* pool = f.get("pool")) {
+      TY_ASSIGN_OR_RETURN(node.pool, r_.string(*pool));
     }
-    TY_RETURN_IF_ERROR(node_fields(n, node));
+    TY_RETURN_IF_ERROR(node_fields(f, node));
     out.nodes.push_back(std::move(node));
     return util::Status::ok();
   }
 
-  util::Result<std::map<std::string, model::GpuMilli>> gpu_amounts(const YAML::Node& n,
-                                                                   std::string_view what) const {
-    if (!n.IsMap())
-      return error(n, fmt::format("{} must map a GPU model (or \"*\" for all) to GPUs", what));
+  util::Result<std::map<std::string, model::GpuMilli>> gpu_amounts(const YamlField& f) const {
+    TY_ASSIGN_OR_RETURN(
+        std::vector<YamlField> entries,
+        r_.entries(f, "a mapping of GPU model (or \"*\" for all) to GPUs, e.g. {H100-80GB: 8}"));
     std::map<std::string, model::GpuMilli> out;
-    for (const auto& kv : n) {
-      const std::string key = kv.first.as<std::string>();
-      TY_ASSIGN_OR_RETURN(const double gpus, number(kv.second, fmt::format("{}.{}", what, key), 0));
+    for (const YamlField& e : entries) {
+      const std::string& key = e.key.Scalar();
+      TY_ASSIGN_OR_RETURN(const double gpus, r_.number(e, 0, kMaxAmount));
       out[key == model::kAnyGpuModel ? key : model::canonical_accelerator_name(key)] =
           model::GpuMilli(static_cast<int64_t>(gpus * model::kMilliPerGpu + 0.5));
     }
@@ -305,100 +253,97 @@ class Parser {
   }
 
   // budget: {usd: 500, period: month}
-  util::Status budget(const YAML::Node& b, model::Team& team) const {
-    if (!b.IsMap()) return error(b, "budget must be a mapping like {usd: 500, period: month}");
-    TY_RETURN_IF_ERROR(only_keys(b, "a budget", {"usd", "period"}));
-    if (!b["usd"]) return error(b, "budget needs usd: <amount per period>");
-    TY_ASSIGN_OR_RETURN(team.budget_usd, number(b["usd"], "usd", 0));
-    if (team.budget_usd <= 0) return error(b["usd"], "budget usd must be > 0");
-    if (b["period"]) {
-      TY_ASSIGN_OR_RETURN(std::string period, str(b["period"], "period"));
-      if (period == "day") {
+  util::Status budget(const YamlField& b, model::Team& team) const {
+    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(b, {"usd", "period"}));
+    const YamlField* usd = f.get("usd");
+    if (usd == nullptr) return r_.missing(b, "usd", "the amount per period");
+    TY_ASSIGN_OR_RETURN(team.budget_usd, r_.number(*usd, 0, kMaxAmount));
+    if (team.budget_usd <= 0) return r_.invalid(*usd, "an amount > 0");
+    if (const YamlField* period = f.get("period")) {
+      TY_ASSIGN_OR_RETURN(std::string text, r_.string(*period));
+      if (text == "day") {
         team.budget_period = model::Team::BudgetPeriod::Day;
-      } else if (period == "month") {
+      } else if (text == "month") {
         team.budget_period = model::Team::BudgetPeriod::Month;
       } else {
-        return error(b["period"], fmt::format("budget period '{}' is not day or month", period));
+        return r_.invalid(*period, "day or month");
       }
     }
     return util::Status::ok();
   }
 
-  util::Status team(const YAML::Node& t, ClusterConfig& out) {
-    TY_RETURN_IF_ERROR(
-        only_keys(t, "a team", {"name", "weight", "cohort", "quota", "borrowingLimit", "budget"}));
+  util::Status team(const YamlField& t, ClusterConfig& out) {
+    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(t, kTeamKeys));
     model::Team team;
-    if (!t["name"]) return error(t, "a team needs a name");
-    TY_ASSIGN_OR_RETURN(team.name, str(t["name"], "name"));
+    const YamlField* name = f.get("name");
+    if (name == nullptr) return r_.missing(t, "name", "a team needs a name");
+    TY_ASSIGN_OR_RETURN(team.name, r_.string(*name));
     // The same rule as spec.team and API tokens, so every configured team can own jobs.
-    if (auto st = check_team_name(team.name); !st.is_ok()) return error(t["name"], st.message());
+    if (auto st = check_team_name(team.name); !st.is_ok())
+      return r_.error(*name, fmt::format("{}: {}", name->path, st.message()));
     for (const auto& other : out.teams) {
       if (other.name == team.name)
-        return error(t["name"], fmt::format("team '{}' is defined twice", team.name));
+        return r_.error(*name,
+                        fmt::format("{}: team '{}' is defined twice", name->path, team.name));
     }
-    if (t["weight"]) {
-      TY_ASSIGN_OR_RETURN(team.weight, number(t["weight"], "weight", 0));
-      if (team.weight <= 0) return error(t["weight"], "weight must be > 0");
+    if (const YamlField* weight = f.get("weight")) {
+      TY_ASSIGN_OR_RETURN(team.weight, r_.number(*weight, 0, kMaxAmount));
+      if (team.weight <= 0) return r_.invalid(*weight, "a weight > 0");
     }
-    if (t["cohort"]) {
-      TY_ASSIGN_OR_RETURN(team.cohort, str(t["cohort"], "cohort"));
+    if (const YamlField* cohort = f.get("cohort")) {
+      TY_ASSIGN_OR_RETURN(team.cohort, r_.string(*cohort));
     }
-    if (t["quota"]) {
-      TY_ASSIGN_OR_RETURN(auto quota, gpu_amounts(t["quota"], "quota"));
-      for (const auto& [k, v] : quota) team.quotas[k] = {v, model::GpuMilli(-1)};
+    if (const YamlField* quota = f.get("quota")) {
+      TY_ASSIGN_OR_RETURN(auto amounts, gpu_amounts(*quota));
+      for (const auto& [k, v] : amounts) team.quotas[k] = {v, model::GpuMilli(-1)};
     }
-    if (t["borrowingLimit"]) {
-      TY_ASSIGN_OR_RETURN(auto limits, gpu_amounts(t["borrowingLimit"], "borrowingLimit"));
+    if (const YamlField* borrowing = f.get("borrowingLimit")) {
+      TY_ASSIGN_OR_RETURN(auto limits, gpu_amounts(*borrowing));
       for (const auto& [k, v] : limits) {
         auto it = team.quotas.find(k);
         if (it == team.quotas.end()) {
-          return error(t["borrowingLimit"],
-                       fmt::format("borrowingLimit for '{}' needs a quota for '{}' too", k, k));
+          return r_.error(*borrowing, fmt::format("{}: the limit for '{}' needs a quota for '{}' "
+                                                  "too",
+                                                  borrowing->path, k, k));
         }
         it->second.borrowing_limit = v;
       }
     }
-    if (t["budget"]) TY_RETURN_IF_ERROR(budget(t["budget"], team));
+    if (const YamlField* b = f.get("budget")) TY_RETURN_IF_ERROR(budget(*b, team));
     out.teams.push_back(std::move(team));
     return util::Status::ok();
   }
 
-  util::Status root_keys(const YAML::Node& root) const {
-    std::vector<std::string> allowed = {"name", "teams"};
+  util::Result<YamlFields> root_fields(const YamlField& root) const {
+    std::vector<std::string_view> allowed = {"name", "teams"};
     if (options_.allow_nodes) allowed.insert(allowed.end(), {"pools", "nodes"});
-    allowed.insert(allowed.end(), options_.extra_root_keys.begin(), options_.extra_root_keys.end());
-    for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      if (key == "pools" || key == "nodes") {
-        return error(kv.first, fmt::format("'{}' is not allowed here: the nodes are this "
-                                           "machine's GPUs (see --gpus)",
-                                           key));
+    for (const std::string& k : options_.extra_root_keys) allowed.emplace_back(k);
+    TY_ASSIGN_OR_RETURN(std::vector<YamlField> entries, r_.entries(root));
+    for (const YamlField& e : entries) {
+      const std::string& key = e.key.Scalar();
+      if (!options_.allow_nodes && (key == "pools" || key == "nodes")) {
+        return r_.error_at(e.key, fmt::format("'{}' is not allowed here: the nodes are this "
+                                              "machine's GPUs (see --gpus)",
+                                              key));
       }
-      return error(kv.first, fmt::format("unknown key '{}' in {}; allowed: {}", key,
-                                         options_.allow_nodes ? "the cluster file" : "the config",
-                                         fmt::join(allowed, ", ")));
     }
-    return util::Status::ok();
+    return r_.fields(root, allowed);
   }
 
-  util::Result<ClusterConfig> parse(const YAML::Node& root) {
-    if (!root.IsMap())
-      return error(root, "the cluster file must be a mapping with pools:, nodes: and teams:");
-    TY_RETURN_IF_ERROR(root_keys(root));
+  util::Result<ClusterConfig> parse(const YamlField& root) {
+    TY_ASSIGN_OR_RETURN(YamlFields f, root_fields(root));
     ClusterConfig out;
-    if (root["name"]) {
-      TY_ASSIGN_OR_RETURN(out.name, str(root["name"], "name"));
+    if (const YamlField* name = f.get("name")) {
+      TY_ASSIGN_OR_RETURN(out.name, r_.string(*name));
     }
-    for (const char* section : {"pools", "nodes", "teams"}) {
-      const YAML::Node list = root[section];
-      if (!list || (!options_.allow_nodes && std::string_view(section) != "teams")) continue;
-      if (!list.IsSequence())
-        return error(list, fmt::format("{} must be a list (items start with '- ')", section));
-      for (const auto& item : list) {
-        if (std::string_view(section) == "pools") {
+    for (std::string_view section : {"pools", "nodes", "teams"}) {
+      const YamlField* list = f.get(section);
+      if (list == nullptr || (!options_.allow_nodes && section != "teams")) continue;
+      TY_ASSIGN_OR_RETURN(std::vector<YamlField> items, r_.items(*list, "items start with '- '"));
+      for (const YamlField& item : items) {
+        if (section == "pools") {
           TY_RETURN_IF_ERROR(pool(item, out));
-        } else if (std::string_view(section) == "nodes") {
+        } else if (section == "nodes") {
           TY_RETURN_IF_ERROR(node(item, out));
         } else {
           TY_RETURN_IF_ERROR(team(item, out));
@@ -408,15 +353,15 @@ class Parser {
     const bool cloud = std::any_of(out.pools.begin(), out.pools.end(),
                                    [](const model::Pool& p) { return p.autoscaled; });
     if (out.nodes.empty() && options_.require_nodes && !cloud)
-      return error(root,
-                   "the cluster has no nodes; add a pool with nodes: <count> or a nodes: list");
+      return r_.error(root,
+                      "the cluster has no nodes; add a pool with nodes: <count> or a nodes: list");
     int64_t id = 1;
     for (auto& n : out.nodes) n.id = util::NodeId(id++);
     return out;
   }
 
  private:
-  std::string file_;
+  const YamlReader& r_;
   ClusterParseOptions options_;
   std::set<std::string> names_;
 };
@@ -431,14 +376,15 @@ int64_t ClusterConfig::total_gpus() const {
 
 util::Result<ClusterConfig> parse_cluster_yaml(const std::string& text, const std::string& file,
                                                const ClusterParseOptions& options) {
-  try {
-    const YAML::Node root = YAML::Load(text);
-    Parser parser(file, options);
-    return parser.parse(root);
-  } catch (const YAML::Exception& e) {
-    return util::invalid_argument(fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1,
-                                              e.mark.column + 1, e.msg));
-  }
+  const YamlReader r(file);
+  TY_ASSIGN_OR_RETURN(const YamlField root,
+                      r.load_mapping(text, "a mapping with pools:, nodes: and teams:"));
+  return parse_cluster_root(r, root, options);
+}
+
+util::Result<ClusterConfig> parse_cluster_root(const YamlReader& r, const YamlField& root,
+                                               const ClusterParseOptions& options) {
+  return Parser(r, options).parse(root);
 }
 
 util::Result<ClusterConfig> load_cluster_yaml(const std::string& path) {

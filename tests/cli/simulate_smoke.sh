@@ -32,7 +32,7 @@ grep -q '"fifo"' "$tmp/out/summary.json" || fail "summary.json lacks fifo"
 printf 'pools:\n  - name: a\n    gpu: H100\n    gpusPerNode: eight\n    nodes: 1\n' >"$tmp/bad.yaml"
 "$bin" simulate --trace "$tmp/trace.csv" --cluster "$tmp/bad.yaml" --out "$tmp/o2" 2>"$tmp/err"
 [ $? -eq 2 ] || fail "bad cluster should exit 2"
-grep -q "bad.yaml:4:18: gpusPerNode must be a whole number" "$tmp/err" || fail "unlocated error: $(cat "$tmp/err")"
+grep -q "bad.yaml:4:18: pools\[0\].gpusPerNode must be a whole number" "$tmp/err" || fail "unlocated error: $(cat "$tmp/err")"
 
 # Bad trace row: file:line:column, and --skip-bad-rows counts it.
 { head -3 "$tmp/trace.csv"; echo "2017-10-09 07:01:55,abc,1,1.0,11cb48"; } >"$tmp/badtrace.csv"

@@ -49,7 +49,7 @@ TEST(ClusterYaml, ErrorsNameLineColumnAndFix) {
       "pools:\n  - name: a\n    gpu: T4\n    gpusPerNode: 4\n    nodes: 2\n    colour: red\n",
       "c.yaml");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("c.yaml:6:5: unknown key 'colour' in a pool; allowed:"),
+  EXPECT_NE(bad.status().message().find("c.yaml:6:5: unknown field \"pools[0].colour\" (allowed: "),
             std::string::npos)
       << bad.status().message();
   auto mig = parse_cluster_yaml(
