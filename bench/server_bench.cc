@@ -12,7 +12,6 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -24,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/server_bench_util.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::bench {
 namespace {
@@ -355,7 +355,7 @@ class FinishingExecutor final : public exec::Executor {
  public:
   explicit FinishingExecutor(uint64_t seed) : rng_(seed) {}
   util::Result<exec::ProcessRef> launch(const exec::WorkerLaunch&) override {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     const int pid = next_pid_++;
     const double run_s = std::uniform_real_distribution<double>(0.5, 2.0)(rng_);
     end_[pid] = WallClock::steady_now() + util::seconds_f(run_s);
@@ -363,7 +363,7 @@ class FinishingExecutor final : public exec::Executor {
     return exec::ProcessRef{.pid = pid, .start_ticks = 1};
   }
   exec::ProcessStatus poll(const exec::ProcessRef& p, const std::filesystem::path&) override {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     auto it = end_.find(p.pid);
     if (it == end_.end() || WallClock::steady_now() < it->second) return {};
     return {.kind = exec::ExitKind::Exited, .code = 0, .detail = "exited with code 0"};
@@ -373,7 +373,7 @@ class FinishingExecutor final : public exec::Executor {
     return util::Status::ok();
   }
   util::Status kill(const exec::ProcessRef& p) override {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     end_[p.pid] = util::Duration(0);
     return util::Status::ok();
   }
@@ -381,16 +381,16 @@ class FinishingExecutor final : public exec::Executor {
     return util::not_found("the benchmark executor keeps no pid files");
   }
   int64_t launched() {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     return launched_;
   }
 
  private:
-  std::mutex mu_;
-  std::mt19937_64 rng_;
-  int next_pid_ = 100000;
-  int64_t launched_ = 0;
-  std::map<int, util::Duration> end_;
+  util::Mutex mu_;
+  std::mt19937_64 rng_ TY_GUARDED_BY(mu_);
+  int next_pid_ TY_GUARDED_BY(mu_) = 100000;
+  int64_t launched_ TY_GUARDED_BY(mu_) = 0;
+  std::map<int, util::Duration> end_ TY_GUARDED_BY(mu_);
 };
 
 struct StreamRun {

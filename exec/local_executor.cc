@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <unordered_set>
 
@@ -22,6 +21,7 @@
 #include "exec/internal/worker_command.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 extern char** environ;
 
@@ -161,7 +161,7 @@ class LocalExecutor final : public Executor {
                       "binary)",
                       options_.wrapper_path, std::strerror(child_errno)));
     }
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     children_.insert(pid);
     return static_cast<int>(pid);
   }
@@ -193,19 +193,20 @@ class LocalExecutor final : public Executor {
     }
   }
 
-  void reap(int pid) {
-    std::lock_guard lock(mu_);
+  void reap(int pid) TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     children_.erase(pid);
   }
 
   // nullopt when `p` is not a wrapper this executor forked and has yet to reap.
-  std::optional<ProcessStatus> reap_if_child(const ProcessRef& p, const fs::path& run_dir) {
+  std::optional<ProcessStatus> reap_if_child(const ProcessRef& p, const fs::path& run_dir)
+      TY_EXCLUDES(mu_) {
     int wstatus = 0;
     pid_t r;
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       if (!children_.contains(p.pid) || pid_reused(p)) return std::nullopt;
       do {
         r = ::waitpid(p.pid, &wstatus, WNOHANG);
@@ -246,8 +247,8 @@ class LocalExecutor final : public Executor {
   }
 
   const LocalExecutorOptions options_;
-  std::mutex mu_;
-  std::unordered_set<int> children_;  // guarded by mu_: wrappers forked here, not yet reaped
+  util::Mutex mu_;
+  std::unordered_set<int> children_ TY_GUARDED_BY(mu_);  // wrappers forked here, not yet reaped
 };
 
 }  // namespace

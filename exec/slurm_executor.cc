@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -18,6 +17,7 @@
 #include "model/slurm_gres.h"
 #include "model/slurm_hostlist.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 extern char** environ;
 
@@ -190,19 +190,21 @@ std::vector<std::string> sbatch_arguments(const SlurmOptions& options, const Gan
 }
 
 struct SlurmExecutor::State {
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  bool wake = false;
-  std::thread refresher;
+  util::Mutex mu;
+  std::condition_variable cv;  // with mu: stopping or wake changed
+  bool stopping TY_GUARDED_BY(mu) = false;
+  bool wake TY_GUARDED_BY(mu) = false;
+  std::thread refresher;  // started by open(), joined by the destructor
 
-  // The latest picture from Slurm (written by refresh(), read under mu).
-  std::vector<SlurmJob> jobs;
-  std::vector<SlurmNodeInfo> nodes;
-  SlurmClusterView view;
-  util::Time picture_wall{};  // when the picture was taken: just before squeue ran (wall clock)
-  util::Duration picture_steady{};  // the same moment on the steady clock, to order pictures
-  bool have_picture = false;
+  // The latest picture from Slurm (written by refresh()).
+  std::vector<SlurmJob> jobs TY_GUARDED_BY(mu);
+  std::vector<SlurmNodeInfo> nodes TY_GUARDED_BY(mu);
+  SlurmClusterView view TY_GUARDED_BY(mu);
+  // When the picture was taken: just before squeue ran (wall clock).
+  util::Time picture_wall TY_GUARDED_BY(mu){};
+  // The same moment on the steady clock, to order pictures.
+  util::Duration picture_steady TY_GUARDED_BY(mu){};
+  bool have_picture TY_GUARDED_BY(mu) = false;
 
   // Derived from the picture: our attempts' Slurm jobs by leader id.
   struct OurJob {
@@ -213,21 +215,28 @@ struct SlurmExecutor::State {
     int64_t submit_time = 0;
     std::vector<int64_t> component_ids;
   };
-  std::map<int64_t, OurJob> ours;
-  std::map<std::pair<int64_t, int>, int64_t> by_attempt;  // (job, attempt) -> leader
+  std::map<int64_t, OurJob> ours TY_GUARDED_BY(mu);
+  // (job, attempt) -> leader
+  std::map<std::pair<int64_t, int>, int64_t> by_attempt TY_GUARDED_BY(mu);
 
-  // This process's own actions.
-  std::map<int64_t, util::Duration> submitted;   // leader -> steady time of sbatch
-  std::set<int64_t> killed;                      // leaders this executor cancelled
-  std::map<int64_t, util::Duration> signaled;    // leader -> steady time of the last notice
-  std::map<int64_t, uint64_t> polled_cycle;      // leader -> cycle of its last poll
-  std::map<int64_t, util::Duration> ended_seen;  // leader -> steady time first seen ended
-  uint64_t cycle = 0;
-  uint64_t first_cycle_with_picture = 0;
-  uint64_t forced_cycle = 0;      // the cycle in which poll() last asked Slurm out of turn
-  util::Duration last_failure{};  // steady time of the last refresh that failed
+  // This process's own actions, by leader: the steady time of its sbatch, whether this executor
+  // cancelled it, the steady time of its last notice, the cycle of its last poll, the steady
+  // time it was first seen ended.
+  std::map<int64_t, util::Duration> submitted TY_GUARDED_BY(mu);
+  std::set<int64_t> killed TY_GUARDED_BY(mu);
+  std::map<int64_t, util::Duration> signaled TY_GUARDED_BY(mu);
+  std::map<int64_t, uint64_t> polled_cycle TY_GUARDED_BY(mu);
+  std::map<int64_t, util::Duration> ended_seen TY_GUARDED_BY(mu);
+  uint64_t cycle TY_GUARDED_BY(mu) = 0;
+  uint64_t first_cycle_with_picture TY_GUARDED_BY(mu) = 0;
+  // The cycle in which poll() last asked Slurm out of turn.
+  uint64_t forced_cycle TY_GUARDED_BY(mu) = 0;
+  // Steady time of the last refresh that failed.
+  util::Duration last_failure TY_GUARDED_BY(mu){};
   // Workers adopted while Slurm did not answer: run dir -> (job, attempt).
-  std::map<std::string, std::pair<int64_t, int>> unresolved;
+  std::map<std::string, std::pair<int64_t, int>> unresolved TY_GUARDED_BY(mu);
+
+  void forget_ended() TY_REQUIRES(mu);
 };
 
 SlurmExecutor::SlurmExecutor(SlurmOptions options)
@@ -235,7 +244,7 @@ SlurmExecutor::SlurmExecutor(SlurmOptions options)
 
 SlurmExecutor::~SlurmExecutor() {
   {
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     state_->stopping = true;
   }
   state_->cv.notify_all();
@@ -277,13 +286,17 @@ util::Result<std::unique_ptr<SlurmExecutor>> SlurmExecutor::open(const SlurmOpti
   State* st = ex->state_.get();
   SlurmExecutor* self = ex.get();
   st->refresher = std::thread([self, st] {
-    std::unique_lock lock(st->mu);
+    util::UniqueLock lock(st->mu);
     while (!st->stopping) {
       lock.unlock();
       (void)self->refresh_now();
       lock.lock();
-      st->cv.wait_for(lock, self->options_.poll_interval,
-                      [st] { return st->stopping || st->wake; });
+      // Until the poll interval has passed, or stop or wake.
+      const util::Duration until = util::WallClock::steady_now() + self->options_.poll_interval;
+      while (!st->stopping && !st->wake &&
+             lock.wait_for(st->cv, until - util::WallClock::steady_now()) !=
+                 std::cv_status::timeout) {
+      }
       st->wake = false;
     }
   });
@@ -322,30 +335,27 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
-namespace {
-
 // What this executor remembers of a Slurm job (its sbatch, cancel, notice, last poll) is
 // dropped once Slurm no longer lists the job and it was not submitted lately: a server that
 // runs for months keeps no record per job it ever ran.
-template <typename State>
-void forget_ended_jobs(State& st) {
+void SlurmExecutor::State::forget_ended() {
   const util::Duration now = util::WallClock::steady_now();
-  auto gone = [&](int64_t leader) {
-    if (st.ours.contains(leader)) return false;
-    auto s = st.submitted.find(leader);
-    return s == st.submitted.end() || now - s->second > std::chrono::minutes(10);
-  };
-  std::erase_if(st.submitted, [&](const auto& kv) { return gone(kv.first); });
-  std::erase_if(st.killed, [&](int64_t leader) { return gone(leader); });
-  std::erase_if(st.signaled, [&](const auto& kv) { return gone(kv.first); });
-  std::erase_if(st.polled_cycle, [&](const auto& kv) { return gone(kv.first); });
-  std::erase_if(st.ended_seen, [&](const auto& kv) { return gone(kv.first); });
-}
-
-}  // namespace
-
-void SlurmExecutor::forget_ended(State& st) {
-  forget_ended_jobs(st);
+  std::set<int64_t> remembered;
+  for (const auto& kv : submitted) remembered.insert(kv.first);
+  remembered.insert(killed.begin(), killed.end());
+  for (const auto& kv : signaled) remembered.insert(kv.first);
+  for (const auto& kv : polled_cycle) remembered.insert(kv.first);
+  for (const auto& kv : ended_seen) remembered.insert(kv.first);
+  for (int64_t leader : remembered) {
+    if (ours.contains(leader)) continue;
+    auto s = submitted.find(leader);
+    if (s != submitted.end() && now - s->second <= std::chrono::minutes(10)) continue;
+    submitted.erase(leader);
+    killed.erase(leader);
+    signaled.erase(leader);
+    polled_cycle.erase(leader);
+    ended_seen.erase(leader);
+  }
 }
 
 namespace {
@@ -386,8 +396,8 @@ util::Status SlurmExecutor::refresh_now() {
   } else {
     failure = parsed_jobs.status();
   }
-  std::lock_guard lock(state_->mu);
   State& st = *state_;
+  util::MutexLock lock(st.mu);
   if (st.have_picture && taken < st.picture_steady) return failure;
   if (!failure.is_ok()) {
     if (st.view.reachable || st.view.error != failure.message())
@@ -507,20 +517,20 @@ util::Status SlurmExecutor::refresh_now() {
     view.nodes.push_back(std::move(v));
   }
   st.view = std::move(view);
-  forget_ended(st);
+  st.forget_ended();
   return util::Status::ok();
 }
 
 SlurmClusterView SlurmExecutor::cluster() const {
-  std::lock_guard lock(state_->mu);
+  util::MutexLock lock(state_->mu);
   return state_->view;
 }
 
 void SlurmExecutor::begin_cycle() {
   std::vector<int64_t> orphans;
   {
-    std::lock_guard lock(state_->mu);
     State& st = *state_;
+    util::MutexLock lock(st.mu);
     ++st.cycle;
     if (!st.have_picture) return;
     if (st.first_cycle_with_picture == 0) st.first_cycle_with_picture = st.cycle;
@@ -562,7 +572,7 @@ util::Result<std::vector<ProcessRef>> SlurmExecutor::launch_gang(const GangLaunc
   const std::string comment = slurm_job_comment(options_.instance, first.job, first.attempt);
   {
     // An attempt already submitted (a retried launch after a crash) is never submitted twice.
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     auto it = state_->by_attempt.find({first.job.value(), first.attempt});
     if (it != state_->by_attempt.end() && !state_->killed.contains(it->second))
       return util::failed_precondition(
@@ -650,7 +660,7 @@ util::Result<std::vector<ProcessRef>> SlurmExecutor::launch_gang(const GangLaunc
     return util::internal_error(fmt::format("sbatch printed '{}', not a job id", out));
   }
   {
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     // Slurm reuses ids after losing its state: what was known of an earlier job of this id is
     // not this one's.
     state_->killed.erase(leader);
@@ -680,7 +690,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
   if (leader == 0) {
     // Adopted while Slurm did not answer, and Slurm still has not named its job.
     if (exited) return *exited;
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     if (!state_->view.reachable || !state_->have_picture) return {ExitKind::Running, 0, "running"};
     return {ExitKind::Interrupted, 0,
             "interrupted: Slurm has no job for this attempt after the server restarted and the "
@@ -691,7 +701,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
     // hand)? Ask once per cycle when the picture is older than the worker's end.
     bool ask = false;
     {
-      std::lock_guard lock(state_->mu);
+      util::MutexLock lock(state_->mu);
       std::error_code ec;
       const auto mtime = fs::last_write_time(run_dir / kExitStatusFile, ec);
       const auto ended =
@@ -702,16 +712,15 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
     }
     if (ask) (void)refresh_now();
   }
-  std::unique_lock lock(state_->mu);
   State& st = *state_;
+  util::UniqueLock lock(st.mu);
   st.polled_cycle[leader] = st.cycle;
   auto running = [] { return ProcessStatus{ExitKind::Running, 0, "running"}; };
   auto it = st.ours.find(leader);
-  const bool submitted_recently = [&] {
-    auto s = st.submitted.find(leader);
-    return s != st.submitted.end() && util::WallClock::steady_now() - s->second <
+  const auto submit = st.submitted.find(leader);
+  const bool submitted_recently =
+      submit != st.submitted.end() && util::WallClock::steady_now() - submit->second <
                                           options_.poll_interval * 3 + std::chrono::seconds(10);
-  }();
   if (exited) {
     // Killed by Slurm's own hand: the worker died of the SIGTERM before Slurm's answer came;
     // the job's state in Slurm says why.
@@ -732,14 +741,16 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
         return {ExitKind::Cancelled, 0,
                 fmt::format("Slurm job {} was cancelled outside trainyard (scancel)", leader)};
       if (is_pending(o.state)) {
-        // Slurm requeued it (its node went down): it must never run this attempt again.
+        // Slurm requeued it (its node went down): it must never run this attempt again. The
+        // reason is read before the lock is released: a refresh replaces `o`.
+        std::string why = fmt::format(
+            "interrupted: Slurm requeued job {} ({}); cancelled it, trainyard places the attempt "
+            "again",
+            leader, o.reason);
         st.killed.insert(leader);
         lock.unlock();
         (void)slurm_command(options_, "scancel", {std::to_string(leader)});
-        return {ExitKind::Interrupted, 0,
-                fmt::format("interrupted: Slurm requeued job {} ({}); cancelled it, trainyard "
-                            "places the attempt again",
-                            leader, o.reason)};
+        return {ExitKind::Interrupted, 0, std::move(why)};
       }
       if (o.state == "NODE_FAIL" || o.state == "BOOT_FAIL" || o.state == "PREEMPTED")
         return {ExitKind::Interrupted, 0,
@@ -762,6 +773,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
   // Pending although its wrapper started before Slurm's answer was taken (with a margin for
   // clocks): Slurm put it back in its queue. A picture older than the start says nothing.
   bool started_once = false;
+  const util::Time picture_wall = st.picture_wall;
   const bool requeued = [&] {
     if (!is_pending(o.state)) return false;
     std::error_code ec;
@@ -770,7 +782,7 @@ ProcessStatus SlurmExecutor::poll(const ProcessRef& p, const fs::path& run_dir) 
     started_once = true;
     const auto started =
         std::chrono::time_point_cast<util::Duration>(std::chrono::file_clock::to_sys(mtime));
-    return started + std::chrono::seconds(2) < st.picture_wall;
+    return started + std::chrono::seconds(2) < picture_wall;
   }();
   if (requeued) {
     // It ran, and Slurm put it back in its queue (its node went down): this attempt must never
@@ -854,7 +866,7 @@ util::Status SlurmExecutor::notify(const ProcessRef& p, const fs::path& run_dir,
   if (word == nullptr)
     return util::invalid_argument(fmt::format("signal {} not supported", signal));
   {
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     const util::Duration now = util::WallClock::steady_now();
     auto it = state_->signaled.find(leader);
     // One scancel reaches every rank: the other workers' notify() calls only write their files.
@@ -875,7 +887,7 @@ util::Status SlurmExecutor::kill(const ProcessRef& p) {
   const int64_t leader = p.batch_job;
   if (leader <= 0) return util::Status::ok();
   {
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     if (state_->killed.contains(leader)) return util::Status::ok();
     state_->killed.insert(leader);
   }
@@ -907,7 +919,7 @@ util::Result<ProcessRef> SlurmExecutor::find_attempt(util::JobId job, int attemp
   bool have = false;
   bool asked_lately = false;
   {
-    std::lock_guard lock(state_->mu);
+    util::MutexLock lock(state_->mu);
     have = state_->have_picture && state_->view.reachable;
     asked_lately = util::WallClock::steady_now() - state_->last_failure < options_.poll_interval;
   }
@@ -915,7 +927,7 @@ util::Result<ProcessRef> SlurmExecutor::find_attempt(util::JobId job, int attemp
   if (!have && !asked_lately) have = refresh_now().is_ok();
   ProcessRef ref;
   if (auto pid = internal::read_pid_file(run_dir); pid.is_ok()) ref = *pid;
-  std::lock_guard lock(state_->mu);
+  util::MutexLock lock(state_->mu);
   if (!have) {
     // Slurm does not answer (the server restarted while slurmctld is down): the attempt may
     // well run. It is followed by its tag until Slurm answers; never taken for lost now.
@@ -934,7 +946,7 @@ util::Result<ProcessRef> SlurmExecutor::find_attempt(util::JobId job, int attemp
 
 int64_t SlurmExecutor::resolve(const ProcessRef& p, const fs::path& run_dir) {
   if (p.batch_job != kUnresolvedBatchJob) return p.batch_job;
-  std::lock_guard lock(state_->mu);
+  util::MutexLock lock(state_->mu);
   auto u = state_->unresolved.find(run_dir.string());
   if (u == state_->unresolved.end()) {
     // After another restart: the run dir names the attempt (jobs/<id>/attempt-<n>/rank-<r>).

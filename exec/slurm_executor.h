@@ -108,7 +108,6 @@ class SlurmExecutor final : public Executor {
   // (kUnresolvedBatchJob), the one Slurm lists for its attempt now; 0 while unknown.
   int64_t resolve(const ProcessRef& p, const std::filesystem::path& run_dir);
   struct State;
-  static void forget_ended(State& st);  // requires State::mu
   SlurmOptions options_;
   std::unique_ptr<State> state_;
 };

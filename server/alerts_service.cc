@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -89,7 +90,7 @@ void AlertService::on_round(int64_t now_ms, const std::vector<AttributedSample>&
   const auto obs = observations(round);
   std::vector<telemetry::AlertTransition> transitions;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     transitions = engine_.evaluate(now_ms, obs);
     for (const auto& t : transitions)
       if (!t.alert.firing()) resolved_.push_back(t.alert);
@@ -102,7 +103,7 @@ void AlertService::on_team_spend(int64_t now_ms, const std::string& team, double
                                  double budget) {
   std::vector<telemetry::AlertTransition> transitions;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     transitions = engine_.evaluate_budget(now_ms, team, spent, budget);
     for (const auto& t : transitions)
       if (!t.alert.firing()) resolved_.push_back(t.alert);
@@ -126,7 +127,7 @@ void AlertService::publish(const std::vector<telemetry::AlertTransition>& transi
 }
 
 std::vector<telemetry::Alert> AlertService::alerts(bool include_resolved) const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   std::vector<telemetry::Alert> out = engine_.firing();
   std::reverse(out.begin(), out.end());
   if (include_resolved) out.insert(out.end(), resolved_.rbegin(), resolved_.rend());
@@ -136,7 +137,7 @@ std::vector<telemetry::Alert> AlertService::alerts(bool include_resolved) const 
 std::map<std::pair<std::string, std::string>, int64_t> AlertService::firing_counts() const {
   std::map<std::pair<std::string, std::string>, int64_t> out;
   for (const auto& key : telemetry::alert_rule_severities()) out[key] = 0;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   for (const auto& a : engine_.firing()) out[{a.rule, a.severity}] += 1;
   return out;
 }

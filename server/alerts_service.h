@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "server/alerts_webhook.h"
 #include "server/telemetry_recorder.h"
 #include "telemetry/alerts.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -31,9 +31,10 @@ class AlertService {
   AlertService(AlertsConfig config, Sink sink);
 
   // One telemetry round: every device's newest attributed sample.
-  void on_round(int64_t now_ms, const std::vector<AttributedSample>& round);
+  void on_round(int64_t now_ms, const std::vector<AttributedSample>& round) TY_EXCLUDES(mu_);
   // A team's spending against its budget. Nothing calls it yet: cost accounting does not exist.
-  void on_team_spend(int64_t now_ms, const std::string& team, double spent, double budget);
+  void on_team_spend(int64_t now_ms, const std::string& team, double spent, double budget)
+      TY_EXCLUDES(mu_);
 
   // Firing alerts, newest first, then (with `include_resolved`) the resolved ones kept, newest
   // first.
@@ -42,15 +43,16 @@ class AlertService {
   std::map<std::pair<std::string, std::string>, int64_t> firing_counts() const;
 
  private:
-  void publish(const std::vector<telemetry::AlertTransition>& transitions);
+  // Calls the sink and the webhook, which may call back into the server: never under mu_.
+  void publish(const std::vector<telemetry::AlertTransition>& transitions) TY_EXCLUDES(mu_);
 
   const AlertsConfig config_;
   const Sink sink_;
   std::unique_ptr<WebhookSender> webhook_;  // null without a webhook url
 
-  mutable std::mutex mu_;
-  telemetry::AlertEngine engine_;          // guarded by mu_
-  std::deque<telemetry::Alert> resolved_;  // guarded by mu_; oldest first, bounded
+  mutable util::Mutex mu_;
+  telemetry::AlertEngine engine_ TY_GUARDED_BY(mu_);
+  std::deque<telemetry::Alert> resolved_ TY_GUARDED_BY(mu_);  // oldest first, bounded
 };
 
 // The API's and the webhook's rendering of an alert (docs/api.md, docs/alerts.md).

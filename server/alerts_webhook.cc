@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -18,7 +19,7 @@ WebhookSender::WebhookSender(WebhookConfig config) : config_(std::move(config)) 
 
 WebhookSender::~WebhookSender() {
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -27,7 +28,7 @@ WebhookSender::~WebhookSender() {
 
 void WebhookSender::enqueue(std::string json_body) {
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     if (queue_.size() >= kMaxQueue) {
       queue_.pop_front();  // the newest news matters most when the receiver cannot keep up
       dropped_ += 1;
@@ -38,12 +39,12 @@ void WebhookSender::enqueue(std::string json_body) {
 }
 
 int64_t WebhookSender::delivered() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   return delivered_;
 }
 
 int64_t WebhookSender::dropped() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   return dropped_;
 }
 
@@ -70,8 +71,8 @@ void WebhookSender::run() {
   for (;;) {
     std::string body;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      util::UniqueLock lock(mu_);
+      while (!stopping_ && queue_.empty()) lock.wait(cv_);
       if (stopping_) return;
       body = std::move(queue_.front());
       queue_.pop_front();
@@ -79,7 +80,7 @@ void WebhookSender::run() {
     std::string error;
     const bool ok = post(body, error);
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       (ok ? delivered_ : dropped_) += 1;
     }
     // A dead receiver fails every alert: say so once per reason, not once per alert.

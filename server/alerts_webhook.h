@@ -10,11 +10,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "server/alerts_config.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -27,25 +27,25 @@ class WebhookSender {
   WebhookSender(const WebhookSender&) = delete;
   WebhookSender& operator=(const WebhookSender&) = delete;
 
-  void enqueue(std::string json_body);
+  void enqueue(std::string json_body) TY_EXCLUDES(mu_);
   // Bodies delivered with a 2xx answer, and dropped (queue full or failed), since the start.
-  int64_t delivered() const;
-  int64_t dropped() const;
+  int64_t delivered() const TY_EXCLUDES(mu_);
+  int64_t dropped() const TY_EXCLUDES(mu_);
 
  private:
-  void run();
+  void run() TY_EXCLUDES(mu_);
   bool post(const std::string& body, std::string& error) const;
 
   const WebhookConfig config_;
   std::string base_;  // scheme://host[:port]
   std::string path_;  // "/..." (with the query)
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;  // guarded by mu_
-  bool stopping_ = false;          // guarded by mu_
-  int64_t delivered_ = 0;          // guarded by mu_
-  int64_t dropped_ = 0;            // guarded by mu_
+  mutable util::Mutex mu_;
+  std::condition_variable cv_;  // with mu_: queue_ or stopping_ changed
+  std::deque<std::string> queue_ TY_GUARDED_BY(mu_);
+  bool stopping_ TY_GUARDED_BY(mu_) = false;
+  int64_t delivered_ TY_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ TY_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

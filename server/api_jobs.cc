@@ -11,6 +11,7 @@
 #include "server/control_plane.h"
 #include "server/job_arrays.h"
 #include "server/tx.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -108,13 +109,13 @@ util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
     }
     std::optional<util::JobId> found;
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       for (auto it = active_.rbegin(); it != active_.rend() && !found; ++it) {
         if (it->second.rec.name == dep && it->second.rec.team == team) found = it->first;
       }
     }
     if (!found) {
-      std::lock_guard lock(reader_mu_);
+      util::MutexLock lock(reader_mu_);
       TY_ASSIGN_OR_RETURN(auto rec, reader_->find_job_by_name(team, dep));
       if (rec) found = rec->id;
     }
@@ -145,7 +146,7 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
     nlohmann::json out;
     store::JobRecord rec;
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       if (auto it = active_.find(first.job); it != active_.end()) {
         rec = it->second.rec;
         out = job_json(&it->second, rec);
@@ -171,7 +172,7 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
     // nodes, the jobs dependsOn names) may have changed since the first submission.
     std::optional<store::IdempotencyKeyRecord> first;
     {
-      std::lock_guard lock(reader_mu_);
+      util::MutexLock lock(reader_mu_);
       TY_ASSIGN_OR_RETURN(first, reader_->find_idempotency_key(key->scope, key->key));
     }
     if (first && first->created >= clock_.now() - kIdempotencyKeyLifetime) return replay(*first);
@@ -215,7 +216,7 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
   if (winner) return replay(*winner);
   nlohmann::json out;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (NewJob& nj : jobs) {
       const store::JobRecord& rec = nj.rec;
       teams_seen_.insert(rec.team);
@@ -249,7 +250,7 @@ util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) cons
   // fits a pool waits for the autoscaler to buy the nodes.
   std::vector<model::Node> shapes;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (const auto& n : nodes_)
       if (!n.cloud) shapes.push_back(n.node);
   }
@@ -303,7 +304,7 @@ util::Result<nlohmann::json> ControlPlane::cancel(util::JobId id, const Principa
   Tx tx;
   nlohmann::json out;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it == active_.end()) {
       if (model::is_terminal(rec.state))

@@ -5,18 +5,19 @@
 #include "exec/executor.h"
 #include "telemetry/gpu_sample_json.h"
 #include "util/read_file.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
 void BatchGpuSampler::set_workers(std::vector<BatchWorkerGpus> workers) {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   workers_ = std::move(workers);
 }
 
 util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t now_ms) {
   std::vector<BatchWorkerGpus> workers;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     workers = workers_;
   }
   std::vector<telemetry::GpuSample> out;

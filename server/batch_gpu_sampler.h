@@ -6,11 +6,11 @@
 #pragma once
 
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "telemetry/gpu_sampler.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -36,8 +36,8 @@ class BatchGpuSampler final : public telemetry::GpuSampler {
 
  private:
   std::chrono::milliseconds stale_after_;
-  std::mutex mu_;
-  std::vector<BatchWorkerGpus> workers_;  // guarded by mu_
+  util::Mutex mu_;
+  std::vector<BatchWorkerGpus> workers_ TY_GUARDED_BY(mu_);
 };
 
 }  // namespace trainyard::server

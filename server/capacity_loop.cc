@@ -8,6 +8,7 @@
 #include "server/fleet.h"
 #include "server/tx.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -163,7 +164,7 @@ util::Result<nlohmann::json> ControlPlane::interrupt_node(const std::string& nam
                         "only an admin may interrupt a node (a test and demo aid)");
   nlohmann::json out;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     if (!fleet_)
       return util::failed_precondition(
           "this server has no cloud pools (capacity.provider: simcloud with pools); only their "

@@ -10,11 +10,12 @@
 #include "server/control_plane.h"
 #include "server/fleet.h"
 #include "server/queue_standing.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
 nlohmann::json ControlPlane::nodes() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   nlohmann::json arr = nlohmann::json::array();
   for (size_t idx = 0; idx < nodes_.size(); ++idx) {
     const LocalNode& n = nodes_[idx];
@@ -140,7 +141,7 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
     for (const auto& [model_name, q] : t.quotas)
       r.quota[model_name] = static_cast<double>(q.nominal.value()) / 1000.0;
   }
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   for (const auto& team : teams_seen_) rows[team];
   for (const auto& [id, job] : active_) {
     Row& r = rows[job.rec.team];

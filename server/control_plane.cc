@@ -18,6 +18,7 @@
 #include "server/state_dir.h"
 #include "server/tx.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -69,7 +70,7 @@ ControlPlane::ControlPlane(const ControlPlaneOptions& options, exec::Executor& e
 ControlPlane::~ControlPlane() {
   if (committer_) {
     // The cost of intervals still open is written now, so a clean stop loses no billing.
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     ledger_.advance(ledger_time(clock_.now()));
     Tx tx;
     persist_cost(tx);
@@ -102,6 +103,8 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
                                                                exec::Executor& executor,
                                                                const util::Clock& clock) {
   std::unique_ptr<ControlPlane> cp(new ControlPlane(options, executor, clock));
+  // Nothing else sees the plane yet; the lock is taken for the helpers that expect it.
+  util::MutexLock lock(cp->mu_);
   cp->nodes_ = std::move(nodes);
   for (const auto& n : cp->nodes_) {
     if (n.node.gpu_count > model::kMaxGpusPerNode)
@@ -241,20 +244,20 @@ util::Result<Principal> ControlPlane::authenticate(const std::string& token,
   }
   const std::string hash = hash_token(token);
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     auto it = token_cache_.find(hash);
     if (it != token_cache_.end()) return it->second;
   }
   std::optional<store::TokenRecord> rec;
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(rec, reader_->find_token(hash));
   }
   if (!rec || rec->revoked)
     return util::Status(util::StatusCode::Unauthenticated,
                         "the token is not valid (unknown or revoked); check TRAINYARD_TOKEN");
   Principal p{.admin = rec->admin, .team = rec->team, .name = rec->name};
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   token_cache_[hash] = p;
   return p;
 }
@@ -298,7 +301,7 @@ util::Result<nlohmann::json> ControlPlane::create_token(const std::string& team,
 util::Status ControlPlane::ensure_admin_token(const std::filesystem::path& path) {
   std::vector<store::TokenRecord> tokens;
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(tokens, reader_->tokens());
   }
   for (const auto& t : tokens) {
@@ -320,14 +323,19 @@ util::Status ControlPlane::ensure_admin_token(const std::filesystem::path& path)
 
 // ---- loop -----------------------------------------------------------------------------------
 
+std::vector<LocalNode> ControlPlane::local_nodes() const {
+  util::MutexLock lock(mu_);
+  return nodes_;
+}
+
 void ControlPlane::wake() {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   wake_ = true;
   loop_cv_.notify_all();
 }
 
 void ControlPlane::stop() {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   stopping_ = true;
   loop_cv_.notify_all();
 }
@@ -348,15 +356,22 @@ void ControlPlane::run_loop() {
   for (;;) {
     util::Status st = reconcile_once();
     if (!st.is_ok()) TY_LOG_ERROR("reconcile: {}", st.to_string());
-    std::unique_lock lock(mu_);
+    util::UniqueLock lock(mu_);
     if (stopping_) return;
     // Waiting on a condition variable needs a steady deadline; the Clock is the source of
-    // dates, not of sleeps, so the wait is expressed as a duration.
-    loop_cv_.wait_for(lock, options_.config.reconcile_interval, [&] { return wake_ || stopping_; });
+    // dates, not of sleeps, so the wait is expressed as a duration on the steady clock.
+    util::Duration until = util::WallClock::steady_now() + options_.config.reconcile_interval;
+    while (!wake_ && !stopping_ &&
+           lock.wait_for(loop_cv_, until - util::WallClock::steady_now()) !=
+               std::cv_status::timeout) {
+    }
     if (wake_ && !stopping_) {
       // Woken by a submission: let a burst of them land before planning, so a busy API does
       // not run one whole cycle per request.
-      loop_cv_.wait_for(lock, kWakeCoalesce, [&] { return stopping_; });
+      until = util::WallClock::steady_now() + kWakeCoalesce;
+      while (!stopping_ && lock.wait_for(loop_cv_, until - util::WallClock::steady_now()) !=
+                               std::cv_status::timeout) {
+      }
     }
     wake_ = false;
     if (stopping_) return;

@@ -6,14 +6,15 @@
 //
 // Thread-safe: API calls come from the HTTP threads, reconcile_once() from the loop thread.
 // mu_ guards the in-memory state; the GroupCommitter serializes writes to the store; reads of
-// finished jobs use a second, read-only store connection guarded by reader_mu_.
+// finished jobs use a second, read-only store connection guarded by reader_mu_ (taken after mu_
+// when both are held). Checked by clang's -Wthread-safety: fields say TY_GUARDED_BY, helpers
+// that run under mu_ say TY_REQUIRES(mu_), entry points that take it TY_EXCLUDES(mu_).
 #pragma once
 
 #include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +44,7 @@
 #include "store/store.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -98,7 +100,8 @@ class ControlPlane {
   void record_telemetry_from(telemetry::GpuSampler& sampler);
 
   // Tokens. An empty token gives an anonymous principal (admin) only when `allow_anonymous`.
-  util::Result<Principal> authenticate(const std::string& token, bool allow_anonymous) const;
+  util::Result<Principal> authenticate(const std::string& token, bool allow_anonymous) const
+      TY_EXCLUDES(mu_);
   util::Result<nlohmann::json> create_token(const std::string& team, const std::string& name,
                                             bool admin, const Principal& who);
   // Creates the first admin token if none exists and writes it to `path` (mode 0600).
@@ -112,60 +115,69 @@ class ControlPlane {
   // A non-empty `idempotency_key` (the Idempotency-Key header) makes a retried submission
   // return the job the first one created instead of a second job (docs/api.md).
   util::Result<nlohmann::json> submit(std::string_view body, std::string_view file,
-                                      const Principal& who, std::string_view idempotency_key = {});
-  util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who);
+                                      const Principal& who, std::string_view idempotency_key = {})
+      TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> cancel(util::JobId id, const Principal& who) TY_EXCLUDES(mu_);
   // Job controls (job_control.cc). hold: a pending job is not offered to the scheduler until
   // release; refused for a job that runs or ended. update: {"priorityClass": "high"} for a
   // pending job, used from the next cycle. cancel_array: every unfinished task of the array
   // whose first task is `array_id`. Each commits before it returns.
-  util::Result<nlohmann::json> hold(util::JobId id, const Principal& who);
-  util::Result<nlohmann::json> release(util::JobId id, const Principal& who);
-  util::Result<nlohmann::json> update(util::JobId id, std::string_view body, const Principal& who);
-  util::Result<nlohmann::json> cancel_array(util::JobId array_id, const Principal& who);
-  util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> hold(util::JobId id, const Principal& who) TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> release(util::JobId id, const Principal& who) TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> update(util::JobId id, std::string_view body, const Principal& who)
+      TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> cancel_array(util::JobId array_id, const Principal& who)
+      TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> get_job(util::JobId id, const Principal& who) TY_EXCLUDES(mu_);
   // A page of jobs in the filter's sort: items, hasMore, nextCursor/prevCursor (and nextBefore
   // for the default order); `total` (every matching job) unless !with_total.
   util::Result<nlohmann::json> list_jobs(store::JobFilter filter, const Principal& who,
-                                         bool with_total = true);
+                                         bool with_total = true) TY_EXCLUDES(mu_);
   // list_jobs() of the jobs whose metadata.labels match `selector` (job_label_queries.cc).
   util::Result<nlohmann::json> list_jobs_matching(store::JobFilter filter,
                                                   const model::LabelSelector& selector,
-                                                  const Principal& who);
-  util::Result<nlohmann::json> job_events(util::JobId id, int64_t after_seq, const Principal& who);
+                                                  const Principal& who) TY_EXCLUDES(mu_);
+  util::Result<nlohmann::json> job_events(util::JobId id, int64_t after_seq, const Principal& who)
+      TY_EXCLUDES(mu_);
   // The job's checkpoints (newest first), each verified against its manifest.
-  util::Result<nlohmann::json> job_checkpoints(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> job_checkpoints(util::JobId id, const Principal& who)
+      TY_EXCLUDES(mu_);
   util::Result<LogChunk> job_log(util::JobId id, int attempt, int rank, int64_t offset,
-                                 int64_t max_bytes, const Principal& who);
+                                 int64_t max_bytes, const Principal& who) TY_EXCLUDES(mu_);
   // The offset job_log() reads from for `window` (job_log_window.cc).
   util::Result<int64_t> job_log_start(util::JobId id, int attempt, int rank,
-                                      const LogWindow& window, const Principal& who);
+                                      const LogWindow& window, const Principal& who)
+      TY_EXCLUDES(mu_);
   // This machine's nodes and the fleet's (cloud pools: provisioning, ready, draining), with
   // pool, zone, state and price (cluster_views.cc).
-  nlohmann::json nodes() const;
-  nlohmann::json queues(const Principal& who) const;
+  nlohmann::json nodes() const TY_EXCLUDES(mu_);
+  nlohmann::json queues(const Principal& who) const TY_EXCLUDES(mu_);
   // GET /api/v1/cost (cost_views.cc): the ledger's report over [since, until) — ISO 8601 times
   // or "-24h"-style offsets from now; since defaults to the start of this UTC month, until to
   // now. An admin sees everything (`team` filters jobs and teams; total and pools stay the whole
   // bill); a team token sees only its team's jobs and row, with total = its team's totals.
   util::Result<nlohmann::json> cost(const std::string& team, const std::string& since,
-                                    const std::string& until, const Principal& who);
+                                    const std::string& until, const Principal& who)
+      TY_EXCLUDES(mu_);
   // GET /api/v1/cost/series (cost_series_views.cc): the same ledger bucketed by UTC hour or
   // day ("hour", "day", or "" to pick by the span): cost per team and per pool, idle and lost
   // cost per bucket, scoped as cost() is.
   util::Result<nlohmann::json> cost_series(const std::string& team, const std::string& since,
                                            const std::string& until, const std::string& step,
-                                           const Principal& who);
+                                           const Principal& who) TY_EXCLUDES(mu_);
   // POST /api/v1/nodes/{name}/interrupt (admin; a test and demo aid): simcloud reclaims the node
   // after its notice lead, as a spot interruption would (capacity_loop.cc).
-  util::Result<nlohmann::json> interrupt_node(const std::string& name, const Principal& who);
+  util::Result<nlohmann::json> interrupt_node(const std::string& name, const Principal& who)
+      TY_EXCLUDES(mu_);
 
   // Telemetry (telemetry_views.cc). Only a plane opened with a sampler records telemetry; one
   // opened with nodes answers with no GPUs and no samples.
   // The newest sample of every GPU and MIG device with the jobs on it (GET /api/v1/gpus).
-  nlohmann::json gpus(const Principal& who) const;
+  nlohmann::json gpus(const Principal& who) const TY_EXCLUDES(mu_);
   // GET /api/v1/jobs/{id}/telemetry: per-minute rows over the job's life, its newest
   // `max_samples` raw samples, and a summary (average and p95 utilization, peak memory, ...).
-  util::Result<nlohmann::json> job_telemetry(util::JobId id, int max_samples, const Principal& who);
+  util::Result<nlohmann::json> job_telemetry(util::JobId id, int max_samples, const Principal& who)
+      TY_EXCLUDES(mu_);
   // Every GPU sample of the job over its life (all attempts and devices), oldest first: one
   // sample per device and stored minute, whose fields are that minute's averages (temperature and
   // power too; throttle_reasons is the minute's OR, ecc_uncorrected_volatile its maximum), then
@@ -173,36 +185,38 @@ class ControlPlane {
   // (index, name, model) are filled from the device's latest sample when it is still present.
   // Empty for a job that never held a GPU; NotFound for an unknown job. No permission check:
   // callers inside the server (the job doctor) decide who may see the result.
-  util::Result<std::vector<telemetry::GpuSample>> job_samples(util::JobId id);
+  util::Result<std::vector<telemetry::GpuSample>> job_samples(util::JobId id) TY_EXCLUDES(mu_);
   // GET /api/v1/jobs/{id}/doctor (doctor_views.cc): telemetry::diagnose() over job_samples()
   // and the step metrics of every attempt, as telemetry::to_json(Diagnosis) plus name/team/state.
-  util::Result<nlohmann::json> job_doctor(util::JobId id, const Principal& who);
+  util::Result<nlohmann::json> job_doctor(util::JobId id, const Principal& who) TY_EXCLUDES(mu_);
   // GET /api/v1/jobs/{id}/metrics (job_metrics_views.cc): rank 0's step metrics over every
   // attempt as chart columns of at most `max_points` points (server/job_metrics.h), read with
   // the job's permissions.
-  util::Result<nlohmann::json> job_metrics(util::JobId id, int max_points, const Principal& who);
+  util::Result<nlohmann::json> job_metrics(util::JobId id, int max_points, const Principal& who)
+      TY_EXCLUDES(mu_);
   // The Prometheus exposition for GET /metrics (format 0.0.4; see docs/metrics.md).
-  std::string metrics_text() const;
+  std::string metrics_text() const TY_EXCLUDES(mu_);
   ServerMetrics& metrics() { return metrics_; }
   // GET /api/v1/alerts (alerts_views.cc): firing alerts, newest first, and with
   // `include_resolved` the recently resolved ones; a team token sees its team's job and budget
   // alerts and the device alerts.
-  nlohmann::json alerts(bool include_resolved, const Principal& who) const;
+  nlohmann::json alerts(bool include_resolved, const Principal& who) const TY_EXCLUDES(mu_);
   // GET /api/v1/summary (summary_views.cc): the web UI overview's numbers (GPUs in use, free,
   // allocated but idle; jobs by state; the queue's waits; firing alerts; spend today and the
   // budgets); a team token gets its team's jobs, queue, alerts, spend and budget.
-  nlohmann::json summary(const Principal& who);
+  nlohmann::json summary(const Principal& who) TY_EXCLUDES(mu_);
   TelemetryRecorder* telemetry_recorder() { return recorder_.get(); }
 
   // One reconcile cycle: observe workers, finish/stop jobs, plan, preempt, start.
-  util::Status reconcile_once();
+  util::Status reconcile_once() TY_EXCLUDES(mu_);
   // Runs reconcile_once() every config.reconcile_interval (or sooner after wake()) until stop(),
   // and the telemetry recorder's thread (if any) for as long.
-  void run_loop();
-  void wake();
-  void stop();
+  void run_loop() TY_EXCLUDES(mu_);
+  void wake() TY_EXCLUDES(mu_);
+  void stop() TY_EXCLUDES(mu_);
 
-  const std::vector<LocalNode>& local_nodes() const { return nodes_; }
+  // This machine's nodes and the cloud nodes that joined, as of now.
+  std::vector<LocalNode> local_nodes() const TY_EXCLUDES(mu_);
 
  private:
   ControlPlane(const ControlPlaneOptions& options, exec::Executor& executor,
@@ -210,68 +224,75 @@ class ControlPlane {
   struct Tx;
   // hold() and release(): sets a job's hold and commits it with a Held/Released event
   // (job_control.cc).
-  util::Result<nlohmann::json> set_held(util::JobId id, const Principal& who, bool held);
-  util::Status recover();
-  util::Status readopt(ActiveJob& job, Tx& tx);
+  util::Result<nlohmann::json> set_held(util::JobId id, const Principal& who, bool held)
+      TY_EXCLUDES(mu_);
+  util::Status recover() TY_REQUIRES(mu_);
+  util::Status readopt(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
   void kill_worker(const WorkerProcess& w);
 
   // Slurm's nodes into nodes_ (slurm_nodes.cc), under mu_: new ones join, known ones get their
   // state, capacity and what jobs outside trainyard hold there; a node Slurm no longer lists is
   // kept (placements refer to it) but takes no work.
-  void sync_batch_nodes();
+  void sync_batch_nodes() TY_REQUIRES(mu_);
   // After a restart while Slurm is unreachable: a stored placement's nodes, as placeholders that
   // take no work until Slurm describes them.
-  void ensure_placeholder_nodes(const std::string& placement_json);
+  void ensure_placeholder_nodes(const std::string& placement_json) TY_REQUIRES(mu_);
   std::filesystem::path work_dir() const;
 
   // Reconcile phases (reconcile.cc); each runs under mu_ and queues store writes in `tx`.
-  void observe_workers(Tx& tx);
-  void finish_attempt(ActiveJob& job, Tx& tx);
+  void observe_workers(Tx& tx) TY_REQUIRES(mu_);
+  void finish_attempt(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
   // A worker the batch system ended for a reason that is not the job's (never started, node
   // failed, cancelled by an administrator): stops the attempt accordingly; false otherwise.
-  bool stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx);
-  void fail_broken_dependencies(Tx& tx);
-  void apply_plan(Tx& tx);
+  bool stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx) TY_REQUIRES(mu_);
+  void fail_broken_dependencies(Tx& tx) TY_REQUIRES(mu_);
+  void apply_plan(Tx& tx) TY_REQUIRES(mu_);
   util::Status commit(Tx& tx);
   // `deadline`: when the workers are killed (an interruption's reclaim time); default: now plus
   // the job's grace period.
   void begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx,
-                  std::optional<util::Time> deadline = std::nullopt);
-  void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx);
-  void start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement, Tx& tx);
+                  std::optional<util::Time> deadline = std::nullopt) TY_REQUIRES(mu_);
+  void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx)
+      TY_REQUIRES(mu_);
+  void start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement, Tx& tx)
+      TY_REQUIRES(mu_);
 
-  sched::Snapshot build_snapshot(std::vector<util::JobId>& backing_off);
+  sched::Snapshot build_snapshot(std::vector<util::JobId>& backing_off) TY_REQUIRES(mu_);
 
   // The capacity loop (capacity_loop.cc), under mu_. Provider events: ready nodes join nodes_,
   // interruption notices stop the jobs on the node with the provider's deadline, gone nodes
   // leave the ledger (and nodes_ once no job holds them).
-  void observe_fleet(Tx& tx);
-  void remove_gone_nodes();
+  void observe_fleet(Tx& tx) TY_REQUIRES(mu_);
+  void remove_gone_nodes() TY_REQUIRES(mu_);
   // The plan's scale-ups and releases (after its starts, which may use a released node's GPUs).
-  void apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx);
-  int node_index(const std::string& name) const;
+  void apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx)
+      TY_REQUIRES(mu_);
+  int node_index(const std::string& name) const TY_REQUIRES(mu_);
   // Cost keeping (cost_keeping.cc), under mu_: the jobs on every node into the ledger when they
   // changed, lost work of an attempt that was stopped, the team budgets (and, every minute, open
   // intervals closed so a crash loses little billing), and new records into `tx`.
-  void update_cost_shares();
+  void update_cost_shares() TY_REQUIRES(mu_);
   // Returns the run time lost (since the newest checkpoint, or the attempt's start).
-  util::Duration record_lost_work(const ActiveJob& job, util::Time now);
-  void update_budgets();
-  void persist_cost(Tx& tx);
-  util::Time ledger_time(util::Time t);
+  util::Duration record_lost_work(const ActiveJob& job, util::Time now) TY_REQUIRES(mu_);
+  void update_budgets() TY_REQUIRES(mu_);
+  void persist_cost(Tx& tx) TY_REQUIRES(mu_);
+  util::Time ledger_time(util::Time t) TY_REQUIRES(mu_);
   // At open: the ledger's stored records back, and this machine's GPUs billed from now.
-  util::Status restore_cost();  // t, never before a time the ledger was given
-  std::optional<model::JobState> dependency_state(util::JobId dep);
+  util::Status restore_cost() TY_REQUIRES(mu_);  // t, never before a time the ledger was given
+  std::optional<model::JobState> dependency_state(util::JobId dep) TY_REQUIRES(mu_);
   std::string processes_json(const ActiveJob& job) const;
-  util::Status launch_workers(ActiveJob& job);
-  util::Result<std::vector<sched::Assignment>> placement_from_json(const std::string& json) const;
-  std::string placement_to_json(const std::vector<sched::Assignment>& placement) const;
+  util::Status launch_workers(ActiveJob& job) TY_REQUIRES(mu_);
+  util::Result<std::vector<sched::Assignment>> placement_from_json(const std::string& json) const
+      TY_REQUIRES(mu_);
+  std::string placement_to_json(const std::vector<sched::Assignment>& placement) const
+      TY_REQUIRES(mu_);
 
   // Helpers shared by the API and the loop.
-  util::Result<store::JobRecord> load_record(util::JobId id);
-  util::Status check_fits_somewhere(const model::JobSpec& spec) const;
+  util::Result<store::JobRecord> load_record(util::JobId id) TY_EXCLUDES(mu_);
+  util::Status check_fits_somewhere(const model::JobSpec& spec) const TY_EXCLUDES(mu_);
   util::Result<std::vector<util::JobId>> resolve_dependencies(const model::JobManifest& m,
-                                                              const std::string& team);
+                                                              const std::string& team)
+      TY_EXCLUDES(mu_);
   std::filesystem::path run_dir(util::JobId id, int attempt, int rank) const;
   std::string checkpoint_dir_for(util::JobId id, const std::string& spec_dir) const;
   std::string checkpoint_dir(const ActiveJob& job) const;
@@ -286,20 +307,21 @@ class ControlPlane {
   // Expected seconds between interruptions of a preemptible job, passed to workers as
   // TRAINYARD_MTBF_SECONDS: (prior + observed run time) / (1 + observed interruptions), i.e. the
   // configured prior counts as one interruption's worth of evidence and observations take over.
-  double mtbf_estimate_seconds() const;  // requires mu_
+  double mtbf_estimate_seconds() const TY_REQUIRES(mu_);
   std::string checkpoint_dir_of(const store::JobRecord& rec) const;
   void add_progress(nlohmann::json& j, const store::JobRecord& rec,
                     const std::string& checkpoint) const;
   // A running job's step, throughput and ETA as the API's `progress` object (progress_views.cc),
   // from the cache; call without mu_ held (it may read the job's metrics file).
-  nlohmann::json progress_json(int64_t id, int attempt, const std::string& team);
-  void add_step_progress(nlohmann::json& job);  // sets job["progress"] when there is one
+  nlohmann::json progress_json(int64_t id, int attempt, const std::string& team) TY_EXCLUDES(mu_);
+  // Sets job["progress"] when there is one.
+  void add_step_progress(nlohmann::json& job) TY_EXCLUDES(mu_);
   nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
   // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
-  std::string device_uuid(const sched::Assignment& a) const;
+  std::string device_uuid(const sched::Assignment& a) const TY_REQUIRES(mu_);
   // Who runs where, for the telemetry recorder; called at the end of each reconcile cycle.
-  TelemetryPlacements telemetry_placements() const;        // requires mu_
-  std::vector<BatchWorkerGpus> batch_worker_gpus() const;  // requires mu_
+  TelemetryPlacements telemetry_placements() const TY_REQUIRES(mu_);
+  std::vector<BatchWorkerGpus> batch_worker_gpus() const TY_REQUIRES(mu_);
   struct JobSeries {
     std::vector<store::TelemetryMinute> minutes;
     std::vector<telemetry::GpuSample> recent;  // raw samples after the last stored minute
@@ -313,53 +335,57 @@ class ControlPlane {
   ControlPlaneOptions options_;
   exec::Executor& executor_;
   const util::Clock& clock_;
-  // This machine's nodes (fixed), then cloud nodes as they become ready; guarded by mu_ once the
-  // loop runs. A cloud node leaves when it is gone and no job holds it; placements' node_idx
-  // are shifted down then (remove_gone_nodes()).
-  std::vector<LocalNode> nodes_;
+  // This machine's nodes (fixed), then cloud nodes as they become ready. A cloud node leaves
+  // when it is gone and no job holds it; placements' node_idx are shifted down then
+  // (remove_gone_nodes()).
+  std::vector<LocalNode> nodes_ TY_GUARDED_BY(mu_);
   int lock_fd_ = -1;                              // flock on state_dir/server.lock, held while open
   std::unique_ptr<WorkerIdentities> identities_;  // fixed after open()
 
   store::StorePtr store_;  // writer; used only through committer_
   std::unique_ptr<GroupCommitter> committer_;
-  mutable std::mutex reader_mu_;
-  store::StorePtr reader_;  // guarded by reader_mu_
+  mutable util::Mutex reader_mu_ TY_ACQUIRED_AFTER(mu_);  // taken under mu_ too, never the reverse
+  store::StorePtr reader_ TY_PT_GUARDED_BY(reader_mu_);
   // Jobs' step progress, keyed by their metrics files' size and mtime (own lock).
   std::unique_ptr<ProgressCache> progress_ = std::make_unique<ProgressCache>();
 
-  mutable std::mutex mu_;
-  std::map<util::JobId, ActiveJob> active_;               // guarded by mu_
-  std::map<util::JobId, model::JobState> finished_;       // guarded by mu_; cache for deps
-  std::set<util::JobId> cancel_before_insert_;            // guarded by mu_
-  std::set<std::string> teams_seen_;                      // guarded by mu_; for queues()
-  mutable std::map<std::string, Principal> token_cache_;  // guarded by mu_; hash -> principal
-  std::condition_variable loop_cv_;                       // with mu_
-  bool wake_ = false;                                     // guarded by mu_
-  bool stopping_ = false;                                 // guarded by mu_
+  mutable util::Mutex mu_;
+  std::map<util::JobId, ActiveJob> active_ TY_GUARDED_BY(mu_);
+  std::map<util::JobId, model::JobState> finished_ TY_GUARDED_BY(mu_);  // cache for deps
+  std::set<util::JobId> cancel_before_insert_ TY_GUARDED_BY(mu_);
+  std::set<std::string> teams_seen_ TY_GUARDED_BY(mu_);  // for queues()
+  // hash -> principal
+  mutable std::map<std::string, Principal> token_cache_ TY_GUARDED_BY(mu_);
+  std::condition_variable loop_cv_;  // with mu_: wake_ or stopping_ became true
+  bool wake_ TY_GUARDED_BY(mu_) = false;
+  bool stopping_ TY_GUARDED_BY(mu_) = false;
   // Fair share with decay (policy.fair.usage_half_life > 0): past usage per team name, in
   // the order first seen. Kept in memory; a restart starts the history afresh.
-  std::optional<sched::DecayedUsage> usage_;  // guarded by mu_
-  std::vector<std::string> usage_teams_;      // guarded by mu_
-  void account_usage(sched::Snapshot& snap);  // mu_ held
-  uint64_t cycle_ = 0;                        // guarded by mu_; plan() seed
-  StartEstimator start_estimator_;            // guarded by mu_; wait reasons, expected starts
+  std::optional<sched::DecayedUsage> usage_ TY_GUARDED_BY(mu_);
+  std::vector<std::string> usage_teams_ TY_GUARDED_BY(mu_);
+  void account_usage(sched::Snapshot& snap) TY_REQUIRES(mu_);
+  uint64_t cycle_ TY_GUARDED_BY(mu_) = 0;  // plan() seed
+  // Wait reasons, expected starts.
+  StartEstimator start_estimator_ TY_GUARDED_BY(mu_);
   // Run time of preemptible jobs' attempts and how many of them were interrupted (preempted or
-  // lost), since this server started; guarded by mu_. Feeds mtbf_estimate_seconds().
-  util::Duration preemptible_run_time_{0};
-  int64_t interruptions_ = 0;
+  // lost), since this server started. Feeds mtbf_estimate_seconds().
+  util::Duration preemptible_run_time_ TY_GUARDED_BY(mu_){0};
+  int64_t interruptions_ TY_GUARDED_BY(mu_) = 0;
 
-  // Capacity and cost; guarded by mu_. fleet_ is null without cloud pools.
-  std::unique_ptr<Fleet> fleet_;
+  // Capacity and cost. fleet_ is null without cloud pools; set by open(), its Fleet is guarded.
+  std::unique_ptr<Fleet> fleet_ TY_PT_GUARDED_BY(mu_);
   std::vector<model::Pool> cloud_pools_;  // resolved shapes, fixed after open(): for submit's check
-  int64_t next_node_id_ = 1;
-  cloud::CostLedger ledger_;
-  util::Time ledger_time_{};
-  size_t ledger_persisted_ = 0;  // records before this index are in the store
-  std::map<std::string, std::vector<cloud::CostShare>> shares_;  // by node: last given to ledger_
-  std::map<std::string, util::Time> idle_since_;                 // by node (cloud nodes)
-  std::map<std::string, double> budget_left_;                    // by team with a budget
-  util::Time budget_checked_{};
-  util::Time ledger_advanced_{};
+  int64_t next_node_id_ TY_GUARDED_BY(mu_) = 1;
+  cloud::CostLedger ledger_ TY_GUARDED_BY(mu_);
+  util::Time ledger_time_ TY_GUARDED_BY(mu_){};
+  // Records before this index are in the store.
+  size_t ledger_persisted_ TY_GUARDED_BY(mu_) = 0;
+  // By node: last given to ledger_.
+  std::map<std::string, std::vector<cloud::CostShare>> shares_ TY_GUARDED_BY(mu_);
+  std::map<std::string, util::Time> idle_since_ TY_GUARDED_BY(mu_);  // by node (cloud nodes)
+  std::map<std::string, double> budget_left_ TY_GUARDED_BY(mu_);     // by team with a budget
+  util::Time budget_checked_ TY_GUARDED_BY(mu_){};
+  util::Time ledger_advanced_ TY_GUARDED_BY(mu_){};
 
   ServerMetrics metrics_;
   std::string hostname_;

@@ -13,6 +13,7 @@
 #include "server/cost_series.h"
 #include "server/tx.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -165,7 +166,7 @@ void ControlPlane::persist_cost(Tx& tx) {
 util::Status ControlPlane::restore_cost() {
   std::vector<store::CostRecordRow> rows;
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(rows, reader_->cost_records());
   }
   std::vector<cloud::CostRecord> records;

@@ -9,6 +9,7 @@
 
 #include "server/control_plane.h"
 #include "server/cost_series.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -85,7 +86,7 @@ util::Result<nlohmann::json> ControlPlane::cost_series(const std::string& team,
 
   std::vector<cloud::CostRecord> records;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     ledger_.advance(ledger_time(now));
     records = ledger_.records();
   }

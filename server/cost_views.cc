@@ -9,6 +9,7 @@
 
 #include "server/control_plane.h"
 #include "server/cost_series.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -87,7 +88,7 @@ util::Result<nlohmann::json> ControlPlane::cost(const std::string& team, const s
   cloud::CostReport report;
   std::map<std::string, std::string> team_of;  // job -> team
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     ledger_.advance(ledger_time(now));
     report = ledger_.report(from, to);
     for (const auto& r : ledger_.records())
@@ -102,7 +103,7 @@ util::Result<nlohmann::json> ControlPlane::cost(const std::string& team, const s
     j["team"] = job_team;
     std::string name;
     try {
-      std::lock_guard lock(reader_mu_);
+      util::MutexLock lock(reader_mu_);
       auto rec = reader_->get_job(util::JobId(std::stoll(job)));
       if (rec.is_ok() && *rec) name = (*rec)->name;
     } catch (const std::exception&) {

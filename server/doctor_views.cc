@@ -9,6 +9,7 @@
 #include "model/job_manifest.h"
 #include "server/control_plane.h"
 #include "telemetry/doctor.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -26,7 +27,7 @@ util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Prin
   // Without samples (a short job) the model still follows from the machine when its GPUs are
   // all of one model, so rules that need only the model and step metrics can speak.
   if (t.accelerator_model.empty() && t.gpus > 0) {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (const auto& n : nodes_) {
       if (n.node.gpu_count == 0) continue;
       if (t.accelerator_model.empty()) {

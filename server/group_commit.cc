@@ -1,4 +1,5 @@
 #include "server/group_commit.h"
+#include "util/thread_annotations.h"
 
 #include <vector>
 
@@ -6,9 +7,9 @@ namespace trainyard::server {
 
 util::Status GroupCommitter::commit(std::function<util::Status(store::Store&)> write) {
   Writer self{std::move(write), util::Status::ok(), false};
-  std::unique_lock lock(mu_);
+  util::UniqueLock lock(mu_);
   queue_.push_back(&self);
-  cv_.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  while (!self.done && queue_.front() != &self) lock.wait(cv_);
   if (self.done) return self.result;
 
   // Leader: take everything queued so far (up to kMaxBatch), commit it without the lock.

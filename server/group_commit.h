@@ -10,9 +10,9 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 
 #include "store/store.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -21,7 +21,7 @@ class GroupCommitter {
   explicit GroupCommitter(store::Store& store) : store_(store) {}
 
   // Runs `write` (store calls only) inside a committed transaction; returns once durable.
-  util::Status commit(std::function<util::Status(store::Store&)> write);
+  util::Status commit(std::function<util::Status(store::Store&)> write) TY_EXCLUDES(mu_);
 
   // Most writes one transaction takes; bounds the latency of the leader.
   static constexpr size_t kMaxBatch = 512;
@@ -32,12 +32,13 @@ class GroupCommitter {
     util::Status result;
     bool done = false;
   };
-  void run_batch(std::deque<Writer*>& batch);
+  void run_batch(std::deque<Writer*>& batch) TY_EXCLUDES(mu_);
 
   store::Store& store_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Writer*> queue_;  // guarded by mu_; front is the current leader
+  util::Mutex mu_;
+  std::condition_variable cv_;  // with mu_: a batch was committed
+  // Front is the current leader. A Writer's done and result are written under mu_ too.
+  std::deque<Writer*> queue_ TY_GUARDED_BY(mu_);
 };
 
 }  // namespace trainyard::server

@@ -24,6 +24,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 // Why libmicrohttpd, in epoll mode: a connection that has not finished sending its request line
 // and headers is only an entry in an epoll set and holds no thread, so slow or stalled clients
@@ -124,9 +125,9 @@ class HandlerPool {
   ~HandlerPool() { close(); }
 
   // False once close() began: the caller runs the task itself.
-  bool submit(std::function<void()> task) {
+  bool submit(std::function<void()> task) TY_EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       if (closed_) return false;
       tasks_.push_back(std::move(task));
     }
@@ -135,9 +136,9 @@ class HandlerPool {
   }
 
   // Refuses new tasks, runs those already queued, and joins the threads.
-  void close() {
+  void close() TY_EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      util::MutexLock lock(mu_);
       closed_ = true;
     }
     ready_.notify_all();
@@ -146,12 +147,12 @@ class HandlerPool {
   }
 
  private:
-  void run() {
+  void run() TY_EXCLUDES(mu_) {
     for (;;) {
       std::function<void()> task;
       {
-        std::unique_lock lock(mu_);
-        ready_.wait(lock, [this] { return closed_ || !tasks_.empty(); });
+        util::UniqueLock lock(mu_);
+        while (!closed_ && tasks_.empty()) lock.wait(ready_);
         if (tasks_.empty()) return;
         task = std::move(tasks_.front());
         tasks_.pop_front();
@@ -160,11 +161,11 @@ class HandlerPool {
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;
-  bool closed_ = false;
-  std::vector<std::thread> workers_;
+  util::Mutex mu_;
+  std::condition_variable ready_;  // with mu_: a task was queued, or closed_ became true
+  std::deque<std::function<void()>> tasks_ TY_GUARDED_BY(mu_);
+  bool closed_ TY_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;  // started by the constructor, joined by close()
 };
 
 // The plain functions libmicrohttpd calls. None lets an exception out: it would unwind through C.
@@ -380,8 +381,8 @@ util::Status Server::start(const std::string& host, int port) {
 
 void Server::wait_and_shut_down() {
   {
-    std::unique_lock lock(mu_);
-    stopped_cv_.wait(lock, [this] { return stopped_; });
+    util::UniqueLock lock(mu_);
+    while (!stopped_) lock.wait(stopped_cv_);
   }
   // Requests that complete from now on are answered inline on the I/O threads.
   if (pool_) pool_->close();
@@ -393,7 +394,7 @@ void Server::wait_and_shut_down() {
 
 void Server::stop() {
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     stopped_ = true;
   }
   stopped_cv_.notify_all();

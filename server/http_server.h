@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/thread_annotations.h"
 
 struct MHD_Daemon;
 
@@ -114,9 +114,9 @@ class Server {
   int port() const { return port_; }
   // Blocks until stop(), then lets running and queued handlers finish and closes every
   // connection.
-  void wait_and_shut_down();
+  void wait_and_shut_down() TY_EXCLUDES(mu_);
   // Safe from any thread, a handler's and a signal thread's included; never blocks.
-  void stop();
+  void stop() TY_EXCLUDES(mu_);
 
  private:
   // libmicrohttpd calls plain functions; they live in http_server.cc.
@@ -136,9 +136,9 @@ class Server {
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   int port_ = 0;
-  std::mutex mu_;
-  std::condition_variable stopped_cv_;
-  bool stopped_ = false;
+  util::Mutex mu_;
+  std::condition_variable stopped_cv_;  // with mu_: stopped_ became true
+  bool stopped_ TY_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace trainyard::server::http

@@ -8,6 +8,7 @@
 #include "server/control_plane.h"
 #include "server/job_arrays.h"
 #include "server/tx.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -73,7 +74,7 @@ util::Result<nlohmann::json> ControlPlane::set_held(util::JobId id, const Princi
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) {
     TY_RETURN_IF_ERROR(require_pending(rec, false, verb, ""));
@@ -112,7 +113,7 @@ util::Result<nlohmann::json> ControlPlane::update(util::JobId id, std::string_vi
   TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(id));
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) {
     TY_RETURN_IF_ERROR(require_pending(rec, false, "updated", ""));
@@ -158,7 +159,7 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
   Tx tx;
   nlohmann::json cancelled = nlohmann::json::array();
   nlohmann::json stopping = nlohmann::json::array();
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   const std::string reason =
       fmt::format("cancelled with array {} by {}", array_id.value(), who.name);
   for (auto it = active_.lower_bound(array_id); it != active_.end();) {

@@ -1,6 +1,7 @@
 // The exposition writer, the server's histograms and trainyard's own metric families. The GPU
 // families are in metrics_gpu.cc; docs/metrics.md lists both.
 #include "server/metrics.h"
+#include "util/thread_annotations.h"
 
 #include <algorithm>
 #include <array>
@@ -59,7 +60,7 @@ Histogram::Histogram(std::vector<double> bounds) {
 
 void Histogram::observe(double value) {
   if (std::isnan(value)) return;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   const auto it = std::lower_bound(data_.bounds.begin(), data_.bounds.end(), value);
   data_.counts[static_cast<size_t>(it - data_.bounds.begin())] += 1;
   data_.sum += value;
@@ -67,7 +68,7 @@ void Histogram::observe(double value) {
 }
 
 Histogram::Snapshot Histogram::snapshot() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   return data_;
 }
 
@@ -128,7 +129,7 @@ ServerMetrics::ServerMetrics() : queue_wait(kQueueWaitBuckets), schedule_cycle(k
 
 void ServerMetrics::observe_request(const std::string& method, const std::string& route, int code,
                                     double seconds) {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   auto key = std::make_tuple(method, route, code);
   auto it = requests_.find(key);
   if (it == requests_.end())
@@ -140,7 +141,7 @@ void ServerMetrics::observe_request(const std::string& method, const std::string
 }
 
 std::vector<std::pair<MetricLabels, Histogram::Snapshot>> ServerMetrics::requests() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   std::vector<std::pair<MetricLabels, Histogram::Snapshot>> out;
   for (const auto& [key, h] : requests_) {
     const auto& [method, route, code] = key;

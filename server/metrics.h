@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "server/telemetry_recorder.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -34,8 +34,8 @@ class Histogram {
   Snapshot snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  Snapshot data_;  // guarded by mu_
+  mutable util::Mutex mu_;
+  Snapshot data_ TY_GUARDED_BY(mu_);
 };
 
 // "a\"b" -> a\"b quoted content: backslash, double quote and newline escaped.
@@ -70,8 +70,8 @@ class ServerMetrics {
   std::vector<std::pair<MetricLabels, Histogram::Snapshot>> requests() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, Histogram> requests_;  // guarded by mu_
+  mutable util::Mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, Histogram> requests_ TY_GUARDED_BY(mu_);
 };
 
 // The route pattern of a request path ("/api/v1/jobs/12/logs" -> "/api/v1/jobs/{id}/logs"), or

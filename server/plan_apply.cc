@@ -100,7 +100,7 @@ void ControlPlane::account_usage(sched::Snapshot& snap) {
   const util::Duration half_life = options_.config.policy.fair.usage_half_life;
   if (half_life <= util::Duration(0)) return;
   if (!usage_) usage_.emplace(half_life);
-  auto index_of = [&](const std::string& name) {
+  auto index_of = [&](const std::string& name) TY_REQUIRES(mu_) {
     auto it = std::find(usage_teams_.begin(), usage_teams_.end(), name);
     if (it != usage_teams_.end()) return static_cast<int>(it - usage_teams_.begin());
     usage_teams_.push_back(name);

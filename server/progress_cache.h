@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "telemetry/step_progress.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -24,7 +24,8 @@ class ProgressCache {
 
   // The progress in `file` (job `job`'s current metrics file); nullopt when it is missing, not a
   // regular file, or holds no step. The caller has taken on the job's file identity.
-  std::optional<telemetry::StepProgress> get(int64_t job, const std::filesystem::path& file);
+  std::optional<telemetry::StepProgress> get(int64_t job, const std::filesystem::path& file)
+      TY_EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -33,8 +34,8 @@ class ProgressCache {
     int64_t mtime_ns = -1;
     std::optional<telemetry::StepProgress> progress;
   };
-  std::mutex mu_;
-  std::map<int64_t, Entry> entries_;  // guarded by mu_; by job id
+  util::Mutex mu_;
+  std::map<int64_t, Entry> entries_ TY_GUARDED_BY(mu_);  // by job id
 };
 
 }  // namespace trainyard::server

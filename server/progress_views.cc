@@ -11,6 +11,7 @@
 #include "exec/executor.h"
 #include "server/control_plane.h"
 #include "server/progress_cache.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -52,7 +53,7 @@ std::optional<telemetry::StepProgress> ProgressCache::get(int64_t job,
   const int64_t size = st.st_size;
   const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     auto it = entries_.find(job);
     if (it != entries_.end() && it->second.file == file && it->second.size == size &&
         it->second.mtime_ns == mtime_ns) {
@@ -66,7 +67,7 @@ std::optional<telemetry::StepProgress> ProgressCache::get(int64_t job,
   if (!text) return std::nullopt;
   const auto lines = telemetry::parse_metrics_tail(*text, from_start);
   auto progress = telemetry::step_progress(lines);
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   if (entries_.size() >= kMaxEntries) entries_.clear();
   entries_[job] = Entry{.file = file, .size = size, .mtime_ns = mtime_ns, .progress = progress};
   return progress;

@@ -9,6 +9,7 @@
 #include "server/control_plane.h"
 #include "server/job_arrays.h"
 #include "server/job_list_query.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -29,10 +30,10 @@ constexpr const char* kStopNames[] = {"", "preempt", "cancel", "deadline", "fail
 
 util::Result<store::JobRecord> ControlPlane::load_record(util::JobId id) {
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     if (auto it = active_.find(id); it != active_.end()) return it->second.rec;
   }
-  std::lock_guard lock(reader_mu_);
+  util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto rec, reader_->get_job(id));
   if (!rec) return util::not_found(fmt::format("job {} does not exist", id.value()));
   return *rec;
@@ -81,7 +82,7 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   nlohmann::json j;
   store::JobRecord rec;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it != active_.end()) {
       rec = it->second.rec;
@@ -101,7 +102,7 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
     nlohmann::json u = utilization_summary(*series);
     if (u["samples"].get<int64_t>() > 0) j["utilization"] = std::move(u);
   }
-  std::lock_guard lock(reader_mu_);
+  util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto attempts, reader_->attempts(id));
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& a : attempts) {
@@ -179,7 +180,7 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
   std::vector<store::JobRecord> recs;
   int64_t total = 0;
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(recs, reader_->list_jobs(probe));
     if (with_total) {
       TY_ASSIGN_OR_RETURN(total, reader_->count_jobs(filter));
@@ -196,7 +197,7 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
   // Rows read above as unfinished whose jobs have left memory since: a cycle ended them after
   // the read (and committed that before it let go of the lock), so the row is stale.
   std::vector<std::pair<size_t, util::JobId>> stale;
-  std::unique_lock lock(mu_);
+  util::UniqueLock lock(mu_);
   for (const auto& r : recs) {
     auto it = active_.find(r.id);
     // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
@@ -230,7 +231,7 @@ util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t af
                                                       const Principal& who) {
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
-  std::lock_guard lock(reader_mu_);
+  util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto events, reader_->events(id, after_seq, 10000));
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& e : events) {

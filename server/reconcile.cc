@@ -8,6 +8,7 @@
 #include "server/control_plane.h"
 #include "server/tx.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -39,7 +40,7 @@ util::Duration backoff_delay(const ServerConfig& c, int failures) {
 
 util::Status ControlPlane::reconcile_once() {
   const util::Duration began = util::WallClock::steady_now();
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   Tx outcomes;
   sync_batch_nodes();
   if (fleet_) observe_fleet(outcomes);
@@ -357,7 +358,7 @@ void ControlPlane::fail_broken_dependencies(Tx& tx) {
 std::optional<model::JobState> ControlPlane::dependency_state(util::JobId dep) {
   if (auto it = active_.find(dep); it != active_.end()) return it->second.rec.state;
   if (auto it = finished_.find(dep); it != finished_.end()) return it->second;
-  std::lock_guard lock(reader_mu_);
+  util::MutexLock lock(reader_mu_);
   auto rec = reader_->get_job(dep);
   if (!rec.is_ok() || !*rec) return std::nullopt;
   finished_[dep] = (*rec)->state;

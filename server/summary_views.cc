@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "server/control_plane.h"
+#include "util/thread_annotations.h"
 #include "util/time_text.h"
 
 namespace trainyard::server {
@@ -77,7 +78,7 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
   double spent_today = 0;
   nlohmann::json budgets = nlohmann::json::array();
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (const auto& [id, job] : active_) {
       if (!who.may_access_team(job.rec.team)) continue;
       jobs[std::string(model::job_state_name(job.rec.state))] =
@@ -106,7 +107,7 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
     }
   }
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     for (auto state : kSummaryStates) {
       if (!model::is_terminal(state)) continue;
       auto n = reader_->count_jobs({.state = state, .team = scope_team});

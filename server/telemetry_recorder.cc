@@ -6,6 +6,7 @@
 
 #include "exec/checkpoint_reader.h"
 #include "util/log.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -76,10 +77,10 @@ TelemetryRecorder::~TelemetryRecorder() {
 }
 
 void TelemetryRecorder::start() {
-  std::lock_guard thread_lock(thread_mu_);
+  util::MutexLock thread_lock(thread_mu_);
   if (thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     stopping_ = false;
   }
   thread_ = std::thread([this] {
@@ -89,19 +90,23 @@ void TelemetryRecorder::start() {
       // A failing sampler fails every interval: say so once per distinct reason, not per second.
       if (!st.is_ok() && st.message() != last_error) TY_LOG_WARN("telemetry: {}", st.message());
       last_error = st.is_ok() ? "" : st.message();
-      std::unique_lock lock(mu_);
-      // Waiting on a condition variable needs a duration, not a date (see ControlPlane).
-      cv_.wait_for(lock, options_.interval, [&] { return stopping_; });
+      util::UniqueLock lock(mu_);
+      // Waiting on a condition variable needs a duration, not a date (see ControlPlane): the
+      // steady clock counts the interval down across wake-ups that were not stop().
+      const util::Duration until = util::WallClock::steady_now() + options_.interval;
+      while (!stopping_ &&
+             lock.wait_for(cv_, until - util::WallClock::steady_now()) != std::cv_status::timeout) {
+      }
       if (stopping_) return;
     }
   });
 }
 
 void TelemetryRecorder::stop() {
-  std::lock_guard thread_lock(thread_mu_);
+  util::MutexLock thread_lock(thread_mu_);
   if (!thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -142,7 +147,7 @@ util::Status TelemetryRecorder::record_once(int64_t now_ms) {
   std::vector<AttributedSample> round;
   bool refresh = false;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     const int64_t minute = now_ms - ((now_ms % kMinuteMs) + kMinuteMs) % kMinuteMs;
     if (open_minute_ms_ >= 0 && minute != open_minute_ms_) closed = close_minute();
     open_minute_ms_ = minute;
@@ -192,7 +197,7 @@ util::Status TelemetryRecorder::write(std::vector<store::TelemetryMinute> rows, 
 util::Status TelemetryRecorder::flush() {
   std::vector<store::TelemetryMinute> rows;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     rows = close_minute();
   }
   return write(std::move(rows), to_ms(clock_.now()));
@@ -204,7 +209,7 @@ void TelemetryRecorder::apply_load(const std::string& uuid,
 }
 
 void TelemetryRecorder::set_placements(TelemetryPlacements placements) {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   placements_ = std::move(placements);
   for (auto it = applied_loads_.begin(); it != applied_loads_.end();) {
     auto now = placements_.loads.find(it->first);
@@ -235,7 +240,7 @@ void TelemetryRecorder::set_placements(TelemetryPlacements placements) {
 void TelemetryRecorder::refresh_data_wait() {
   std::map<std::string, std::string> files;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     files = placements_.metrics_files;
   }
   std::map<std::string, StepFacts> found;
@@ -243,7 +248,7 @@ void TelemetryRecorder::refresh_data_wait() {
     StepFacts facts = step_facts(file);
     if (facts.data_wait_fraction || !facts.dtype.empty()) found[uuid] = std::move(facts);
   }
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   for (const auto& [uuid, facts] : found) {
     if (facts.data_wait_fraction) data_wait_[uuid] = *facts.data_wait_fraction;
     if (!facts.dtype.empty()) dtype_[uuid] = facts.dtype;
@@ -259,7 +264,7 @@ void TelemetryRecorder::refresh_data_wait() {
 }
 
 std::vector<AttributedSample> TelemetryRecorder::latest() const {
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   std::vector<AttributedSample> out;
   for (const auto& uuid : order_) {
     auto it = ring_.find(uuid);
@@ -272,7 +277,7 @@ std::vector<telemetry::GpuSample> TelemetryRecorder::recent_for_job(int64_t job,
                                                                     int64_t since_ms) const {
   std::vector<telemetry::GpuSample> out;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (const auto& [uuid, ring] : ring_) {
       for (const auto& a : ring) {
         if (a.sample.time_ms < since_ms) continue;

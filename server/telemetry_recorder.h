@@ -14,7 +14,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +24,7 @@
 #include "store/store.h"
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -80,51 +80,53 @@ class TelemetryRecorder {
 
   // Starts the thread that calls record_once(now) every interval; stop() ends it and writes the
   // minute in progress, so a restart loses no more than one interval. Both are idempotent.
-  void start();
-  void stop();
+  void start() TY_EXCLUDES(thread_mu_, mu_);
+  void stop() TY_EXCLUDES(thread_mu_, mu_);
 
   // One round: sample, attribute, keep, and when a minute has closed, write it. Also refreshes
   // the synthetic loads' data_wait_fraction and dtype from the jobs' metrics files every 10 s.
-  util::Status record_once(int64_t now_ms);
+  util::Status record_once(int64_t now_ms) TY_EXCLUDES(mu_);
   // Writes the open minute now (stop() and tests).
-  util::Status flush();
+  util::Status flush() TY_EXCLUDES(mu_);
 
   // Replaces who runs where; sets or clears synthetic loads whose device changed hands.
-  void set_placements(TelemetryPlacements placements);
+  void set_placements(TelemetryPlacements placements) TY_EXCLUDES(mu_);
 
   // The newest sample of every device, in the sampler's order.
-  std::vector<AttributedSample> latest() const;
+  std::vector<AttributedSample> latest() const TY_EXCLUDES(mu_);
   // The job's samples still in the ring (any of its devices) at or after since_ms, oldest first.
-  std::vector<telemetry::GpuSample> recent_for_job(int64_t job, int64_t since_ms) const;
+  std::vector<telemetry::GpuSample> recent_for_job(int64_t job, int64_t since_ms) const
+      TY_EXCLUDES(mu_);
   util::Duration interval() const { return options_.interval; }
 
  private:
-  AttributedSample attribute(telemetry::GpuSample s,
-                             const std::set<std::string>& sampled) const;  // TY_REQUIRES(mu_)
-  std::vector<store::TelemetryMinute> close_minute();                      // TY_REQUIRES(mu_)
-  util::Status write(std::vector<store::TelemetryMinute> rows, int64_t now_ms);
-  void refresh_data_wait();
+  AttributedSample attribute(telemetry::GpuSample s, const std::set<std::string>& sampled) const
+      TY_REQUIRES(mu_);
+  std::vector<store::TelemetryMinute> close_minute() TY_REQUIRES(mu_);
+  // Hands the rows to the sink (a store commit): never under mu_.
+  util::Status write(std::vector<store::TelemetryMinute> rows, int64_t now_ms) TY_EXCLUDES(mu_);
+  void refresh_data_wait() TY_EXCLUDES(mu_);
   void apply_load(const std::string& uuid, const std::optional<telemetry::SyntheticLoad>& load);
 
   telemetry::GpuSampler& sampler_;
   const util::Clock& clock_;
   const TelemetryRecorderOptions options_;
 
-  mutable std::mutex mu_;
-  TelemetryPlacements placements_;                                 // guarded by mu_
-  std::map<std::string, telemetry::SyntheticLoad> applied_loads_;  // guarded by mu_
-  std::map<std::string, double> data_wait_;                        // guarded by mu_
-  std::map<std::string, std::string> dtype_;                       // guarded by mu_
-  std::vector<std::string> order_;                                 // guarded by mu_
-  std::map<std::string, std::deque<AttributedSample>> ring_;       // guarded by mu_
-  int64_t open_minute_ms_ = -1;                                    // guarded by mu_
-  std::map<std::pair<std::string, int64_t>, MinuteSummary> open_;  // guarded by mu_
-  int64_t next_data_wait_ms_ = 0;                                  // guarded by mu_
+  mutable util::Mutex mu_;
+  TelemetryPlacements placements_ TY_GUARDED_BY(mu_);
+  std::map<std::string, telemetry::SyntheticLoad> applied_loads_ TY_GUARDED_BY(mu_);
+  std::map<std::string, double> data_wait_ TY_GUARDED_BY(mu_);
+  std::map<std::string, std::string> dtype_ TY_GUARDED_BY(mu_);
+  std::vector<std::string> order_ TY_GUARDED_BY(mu_);
+  std::map<std::string, std::deque<AttributedSample>> ring_ TY_GUARDED_BY(mu_);
+  int64_t open_minute_ms_ TY_GUARDED_BY(mu_) = -1;
+  std::map<std::pair<std::string, int64_t>, MinuteSummary> open_ TY_GUARDED_BY(mu_);
+  int64_t next_data_wait_ms_ TY_GUARDED_BY(mu_) = 0;
 
-  std::mutex thread_mu_;  // serializes start() and stop()
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  std::thread thread_;     // guarded by thread_mu_
+  util::Mutex thread_mu_ TY_ACQUIRED_BEFORE(mu_);  // serializes start() and stop()
+  std::condition_variable cv_;                     // with mu_: stopping_ changed
+  bool stopping_ TY_GUARDED_BY(mu_) = false;
+  std::thread thread_ TY_GUARDED_BY(thread_mu_);
 };
 
 }  // namespace trainyard::server

@@ -8,6 +8,7 @@
 #include "server/control_plane.h"
 #include "server/process_info.h"
 #include "server/telemetry_open_minutes.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -236,7 +237,7 @@ util::Result<ControlPlane::JobSeries> ControlPlane::job_series(util::JobId id) {
   TY_RETURN_IF_ERROR(load_record(id).status());  // NotFound for a job that does not exist
   JobSeries series;
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(series.minutes, reader_->job_telemetry(id));
   }
   int64_t since_ms = 0;
@@ -392,7 +393,7 @@ std::string ControlPlane::metrics_text() const {
   ClusterCounts counts;
   for (auto state : kStates) counts.jobs_by_state[std::string(model::job_state_name(state))] = 0;
   {
-    std::lock_guard lock(mu_);
+    util::MutexLock lock(mu_);
     for (const auto& n : nodes_) {
       if (n.node.gpu_count == 0) continue;
       counts.gpus.push_back({.node = n.node.name,
@@ -417,7 +418,7 @@ std::string ControlPlane::metrics_text() const {
     }
   }
   {
-    std::lock_guard lock(reader_mu_);
+    util::MutexLock lock(reader_mu_);
     for (auto state : kStates) {
       if (!model::is_terminal(state)) continue;
       auto n = reader_->count_jobs({.state = state});

@@ -10,6 +10,7 @@
 
 #include "server/state_dir.h"
 #include "util/read_file.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 namespace {
@@ -42,6 +43,7 @@ util::Status WorkerIdentities::load() {
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != kMapFormat ||
       !j.contains("teams") || !j["teams"].is_object())
     return bad(fmt::format("not a {} file", kMapFormat));
+  util::MutexLock lock(mu_);  // not shared yet (open() calls this), but uids_ is guarded
   for (const auto& [team, uid] : j["teams"].items()) {
     if (!uid.is_number_unsigned() || uid.get<uint64_t>() == 0 || uid.get<uint64_t>() >= 0xffffffff)
       return bad(fmt::format("team '{}' has no valid uid", team));
@@ -71,7 +73,7 @@ util::Result<std::optional<exec::Credentials>> WorkerIdentities::for_launch(
     const std::string& team) {
   if (!isolate_) return std::optional<exec::Credentials>();
   if (auto c = configured(team)) return c;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   if (auto it = uids_.find(team); it != uids_.end()) return std::optional(auto_user(it->second));
   std::set<uint32_t> taken;
   for (const auto& [t, uid] : uids_) taken.insert(uid);
@@ -95,7 +97,7 @@ util::Result<std::optional<exec::Credentials>> WorkerIdentities::for_launch(
 std::optional<exec::Credentials> WorkerIdentities::for_reading(const std::string& team) const {
   if (!isolate_) return std::nullopt;
   if (auto c = configured(team)) return c;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   auto it = uids_.find(team);
   return auto_user(it != uids_.end() ? it->second : kNobody);
 }
@@ -106,7 +108,7 @@ bool WorkerIdentities::is_worker_uid(uint32_t uid) const {
   for (const auto& [t, c] : config_.run_as)
     if (c.uid == uid) return true;
   if (!config_.user && uid >= config_.uid_first && uid <= config_.uid_last) return true;
-  std::lock_guard lock(mu_);
+  util::MutexLock lock(mu_);
   for (const auto& [t, u] : uids_)
     if (u == uid) return true;
   return false;

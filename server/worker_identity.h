@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "exec/credentials.h"
 #include "server/config.h"
 #include "util/status.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -32,26 +32,27 @@ class WorkerIdentities {
 
   // Who runs the team's next worker; a team new to `user: auto` gets the lowest free uid of the
   // range (one no passwd or group entry uses), written to the map before this returns.
-  util::Result<std::optional<exec::Credentials>> for_launch(const std::string& team);
+  util::Result<std::optional<exec::Credentials>> for_launch(const std::string& team)
+      TY_EXCLUDES(mu_);
   // Whose permissions apply when the server reads the team's files; never allocates: a team
   // with no uid yet reads as kNobody.
-  std::optional<exec::Credentials> for_reading(const std::string& team) const;
+  std::optional<exec::Credentials> for_reading(const std::string& team) const TY_EXCLUDES(mu_);
   // True for a uid that runs or may run workers (the range, the mapped uids, configured users).
-  bool is_worker_uid(uint32_t uid) const;
+  bool is_worker_uid(uint32_t uid) const TY_EXCLUDES(mu_);
 
  private:
   WorkerIdentities(const WorkersConfig& config, std::filesystem::path map_file, bool isolate)
       : config_(config), map_file_(std::move(map_file)), isolate_(isolate) {}
-  util::Status load();
-  util::Status save() const;  // requires mu_
+  util::Status load() TY_EXCLUDES(mu_);
+  util::Status save() const TY_REQUIRES(mu_);
   std::optional<exec::Credentials> configured(const std::string& team) const;
   static exec::Credentials auto_user(uint32_t uid);
 
   const WorkersConfig config_;
   const std::filesystem::path map_file_;
   const bool isolate_;
-  mutable std::mutex mu_;
-  std::map<std::string, uint32_t> uids_;  // guarded by mu_: team -> uid of `user: auto`
+  mutable util::Mutex mu_;
+  std::map<std::string, uint32_t> uids_ TY_GUARDED_BY(mu_);  // team -> uid of `user: auto`
 };
 
 }  // namespace trainyard::server

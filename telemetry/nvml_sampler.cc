@@ -5,7 +5,6 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "telemetry/nvml_api.h"
 #include "telemetry/nvml_interval.h"
 #include "telemetry/nvml_readings.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::telemetry {
 namespace {
@@ -46,8 +46,8 @@ class NvmlSampler final : public GpuSampler {
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
 
-  util::Result<std::vector<GpuDevice>> devices() override {
-    std::lock_guard lock(mu_);
+  util::Result<std::vector<GpuDevice>> devices() override TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
     unsigned int count = 0;
     TY_RETURN_IF_ERROR(check(api_.get_count(&count), "nvmlDeviceGetCount_v2", -1));
     std::vector<GpuDevice> out;
@@ -59,8 +59,8 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // Errors only when the GPUs cannot be listed; any single reading that fails stays nullopt.
-  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
-    std::lock_guard lock(mu_);
+  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
     TY_ASSIGN_OR_RETURN(std::vector<PhysicalGpu> gpus, physical_gpus());
     watch_xids(gpus);
     poll_xids(gpus);
@@ -86,14 +86,15 @@ class NvmlSampler final : public GpuSampler {
 
   // Calls an NVML getter that fills a char buffer.
   template <typename Getter>
-  util::Result<std::string> text(Getter getter, nvml::Device h, std::string_view call, int gpu) {
+  util::Result<std::string> text(Getter getter, nvml::Device h, std::string_view call, int gpu)
+      TY_REQUIRES(mu_) {
     std::array<char, nvml::kStringSize> buf{};
     TY_RETURN_IF_ERROR(check(getter(h, buf.data(), nvml::kStringSize), call, gpu));
     buf.back() = '\0';
     return std::string(buf.data());
   }
 
-  bool mig_enabled(nvml::Device h) const {
+  bool mig_enabled(nvml::Device h) const TY_REQUIRES(mu_) {
     unsigned int current = 0;
     unsigned int pending = 0;
     // GPUs without MIG answer NOT_SUPPORTED: that is simply "MIG off".
@@ -101,7 +102,7 @@ class NvmlSampler final : public GpuSampler {
            current == nvml::kMigEnabled;
   }
 
-  util::Result<GpuDevice> device(unsigned int i) {  // requires mu_
+  util::Result<GpuDevice> device(unsigned int i) TY_REQUIRES(mu_) {
     int gpu = static_cast<int>(i);
     nvml::Device h = nullptr;
     TY_RETURN_IF_ERROR(check(api_.get_handle(i, &h), "nvmlDeviceGetHandleByIndex_v2", gpu));
@@ -121,7 +122,8 @@ class NvmlSampler final : public GpuSampler {
   }
 
   util::Result<std::vector<MigInstance>> mig_instances(nvml::Device parent,
-                                                       std::string_view parent_model, int gpu) {
+                                                       std::string_view parent_model, int gpu)
+      TY_REQUIRES(mu_) {
     unsigned int max = 0;
     TY_RETURN_IF_ERROR(
         check(api_.get_max_mig_count(parent, &max), "nvmlDeviceGetMaxMigDeviceCount", gpu));
@@ -145,7 +147,7 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // First memory slice of a MIG instance, or 0 when this driver cannot say.
-  int placement_start(nvml::Device parent, nvml::Device mig) {
+  int placement_start(nvml::Device parent, nvml::Device mig) TY_REQUIRES(mu_) {
     if (!api_.get_gpu_instance_id || !api_.get_gpu_instance_by_id || !api_.get_gpu_instance_info) {
       return 0;
     }
@@ -162,7 +164,7 @@ class NvmlSampler final : public GpuSampler {
 
   // The device list: a GPU that cannot be named by handle and UUID fails the whole sample,
   // since readings that cannot be attributed to a GPU are worse than none.
-  util::Result<std::vector<PhysicalGpu>> physical_gpus() {  // requires mu_
+  util::Result<std::vector<PhysicalGpu>> physical_gpus() TY_REQUIRES(mu_) {
     unsigned int count = 0;
     TY_RETURN_IF_ERROR(check(api_.get_count(&count), "nvmlDeviceGetCount_v2", -1));
     std::vector<PhysicalGpu> gpus;
@@ -180,8 +182,8 @@ class NvmlSampler final : public GpuSampler {
     return gpus;
   }
 
-  void append_samples(const PhysicalGpu& gpu, int64_t now_ms,
-                      std::vector<GpuSample>& out) {  // requires mu_
+  void append_samples(const PhysicalGpu& gpu, int64_t now_ms, std::vector<GpuSample>& out)
+      TY_REQUIRES(mu_) {
     GpuSample s;
     s.time_ms = now_ms;
     s.index = gpu.index;
@@ -212,7 +214,7 @@ class NvmlSampler final : public GpuSampler {
   // rest are the parent GPU's, which NVML reports only on the parent.
   void append_mig_samples(const PhysicalGpu& gpu, const std::string& parent_model,
                           const std::string& parent_pci, int64_t now_ms,
-                          std::vector<GpuSample>& out) {  // requires mu_
+                          std::vector<GpuSample>& out) TY_REQUIRES(mu_) {
     unsigned int max = 0;
     if (api_.get_max_mig_count(gpu.handle, &max) != nvml::kSuccess) return;
     for (unsigned int slot = 0; slot < max; ++slot) {
@@ -247,7 +249,7 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // XID errors arrive as events: one set for all GPUs, registered once per GPU as it appears.
-  void watch_xids(const std::vector<PhysicalGpu>& gpus) {  // requires mu_
+  void watch_xids(const std::vector<PhysicalGpu>& gpus) TY_REQUIRES(mu_) {
     if (!api_.event_set_create || !api_.register_events || !api_.event_set_wait) return;
     if (!events_ && !event_set_failed_) {
       event_set_failed_ = api_.event_set_create(&events_) != nvml::kSuccess;
@@ -262,7 +264,7 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // Drains pending events without waiting (timeout 0), so a sample never blocks on them.
-  void poll_xids(const std::vector<PhysicalGpu>& gpus) {  // requires mu_
+  void poll_xids(const std::vector<PhysicalGpu>& gpus) TY_REQUIRES(mu_) {
     if (!events_) return;
     for (int n = 0; n < kMaxEventsPerSample; ++n) {
       nvml::EventData e{};
@@ -279,15 +281,15 @@ class NvmlSampler final : public GpuSampler {
     }
   }
 
-  void record_xid(const std::string& key, int xid) {  // requires mu_
+  void record_xid(const std::string& key, int xid) TY_REQUIRES(mu_) {
     XidState& state = xids_[key];
     state.last = xid;
     ++state.count;
   }
 
   // XID fields are known (count 0 included) only for GPUs whose events are watched.
-  void set_xid_fields(const std::string& gpu_uuid, const std::string& key,
-                      GpuSample& s) const {  // requires mu_
+  void set_xid_fields(const std::string& gpu_uuid, const std::string& key, GpuSample& s) const
+      TY_REQUIRES(mu_) {
     auto watched = xid_watched_.find(gpu_uuid);
     if (watched == xid_watched_.end() || !watched->second) return;
     auto it = xids_.find(key);
@@ -295,14 +297,18 @@ class NvmlSampler final : public GpuSampler {
     if (it != xids_.end()) s.last_xid = it->second.last;
   }
 
-  std::mutex mu_;  // serializes NVML calls and guards the state below
+  // Serializes NVML calls (the functions that make them require it) and guards the state below.
+  util::Mutex mu_;
   const nvml::Api api_;
-  nvml::IntervalReadings interval_;  // borrows api_
-  nvml::EventSet events_ = nullptr;
-  bool event_set_failed_ = false;
-  std::map<std::string, bool> xid_watched_;       // GPU uuid -> registered for XID events
-  std::map<std::string, XidState> xids_;          // GPU uuid, or "<uuid>/<gpu instance id>"
-  std::map<std::string, uint64_t> last_seen_us_;  // GPU uuid -> newest process-util sample
+  nvml::IntervalReadings interval_ TY_GUARDED_BY(mu_);  // borrows api_
+  nvml::EventSet events_ TY_GUARDED_BY(mu_) = nullptr;
+  bool event_set_failed_ TY_GUARDED_BY(mu_) = false;
+  // GPU uuid -> registered for XID events
+  std::map<std::string, bool> xid_watched_ TY_GUARDED_BY(mu_);
+  // GPU uuid, or "<uuid>/<gpu instance id>"
+  std::map<std::string, XidState> xids_ TY_GUARDED_BY(mu_);
+  // GPU uuid -> newest process-util sample
+  std::map<std::string, uint64_t> last_seen_us_ TY_GUARDED_BY(mu_);
 };
 
 util::Result<GpuSamplerPtr> load_nvml(std::initializer_list<const char*> paths) {

@@ -3,7 +3,6 @@
 // and is guarded by a mutex; the readings themselves come from synthetic_curves.cc.
 #include <charconv>
 #include <map>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "model/accelerator.h"
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/synthetic_curves.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::telemetry {
 namespace {
@@ -25,8 +25,8 @@ class SyntheticSampler final : public GpuSampler {
  public:
   explicit SyntheticSampler(std::vector<GpuDevice> devices) : devices_(std::move(devices)) {}
   util::Result<std::vector<GpuDevice>> devices() override { return devices_; }
-  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override {
-    std::lock_guard lock(mu_);
+  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
     std::vector<GpuSample> out;
     out.reserve(devices_.size());
     for (const auto& d : devices_) {
@@ -36,8 +36,9 @@ class SyntheticSampler final : public GpuSampler {
     }
     return out;
   }
-  void set_synthetic_load(const std::string& uuid, std::optional<SyntheticLoad> load) override {
-    std::lock_guard lock(mu_);
+  void set_synthetic_load(const std::string& uuid, std::optional<SyntheticLoad> load) override
+      TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
     if (load) {
       loads_[uuid] = std::move(*load);
     } else {
@@ -48,9 +49,9 @@ class SyntheticSampler final : public GpuSampler {
 
  private:
   const std::vector<GpuDevice> devices_;
-  std::mutex mu_;                                      // guards loads_ and counters_
-  std::map<std::string, SyntheticLoad> loads_;         // by device uuid
-  std::map<std::string, SyntheticCounters> counters_;  // by device uuid
+  util::Mutex mu_;
+  std::map<std::string, SyntheticLoad> loads_ TY_GUARDED_BY(mu_);         // by device uuid
+  std::map<std::string, SyntheticCounters> counters_ TY_GUARDED_BY(mu_);  // by device uuid
 };
 
 util::Status entry_error(std::string_view spec, std::string_view entry, std::string_view what) {
