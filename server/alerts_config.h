@@ -3,13 +3,17 @@
 // transitions are POSTed. Parsed by parse_alerts_config(), called from config.cc.
 #pragma once
 
+#include <optional>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
 
 #include "telemetry/alerts.h"
 #include "util/clock.h"
 #include "util/status.h"
+
+namespace trainyard::model {
+class YamlReader;
+struct YamlField;
+}  // namespace trainyard::model
 
 namespace trainyard::server {
 
@@ -25,8 +29,9 @@ struct AlertsConfig {
   int keep_resolved = 200;  // resolved alerts kept in memory for GET /api/v1/alerts?all=1
 };
 
-// `node` is the value of `alerts:`; errors read `file:line: alerts.x must be ..., got ...`.
-util::Status parse_alerts_config(const std::string& file, const YAML::Node& node,
+// `section` is the `alerts:` field of the config file read by `r`; errors read
+// `file:line:column: alerts.x must be ..., got "..."` (model/yaml_reader.h).
+util::Status parse_alerts_config(const model::YamlReader& r, const model::YamlField& section,
                                  AlertsConfig& out);
 
 // "90s", "5m", "1.5h", "500ms", or a plain number of seconds -> milliseconds; nullopt otherwise.

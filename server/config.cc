@@ -3,240 +3,186 @@
 #include <csignal>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "model/cluster_config.h"
 #include "model/quantity.h"
+#include "model/yaml_reader.h"
 #include "sched/policy.h"
 #include "util/read_file.h"
 
 namespace trainyard::server {
 namespace {
 
-constexpr const char* kServerKeys[] = {"policy",
-                                       "placement",
-                                       "reconcileIntervalSeconds",
-                                       "minRuntimeSeconds",
-                                       "maxVictimSearches",
-                                       "fairShareHalfLifeSeconds",
-                                       "tiresias",
-                                       "goodput",
-                                       "retryBackoff",
-                                       "noticeSignal",
-                                       "logCapBytes",
-                                       "maxRequestBytes",
-                                       "telemetry",
-                                       "alerts",
-                                       "mtbfPriorSeconds",
-                                       "capacity",
-                                       "workers",
-                                       "executor"};
+using model::YamlField;
+using model::YamlFields;
+using model::YamlReader;
 
-util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
-  const auto m = n.Mark();
-  if (m.is_null()) return util::invalid_argument(fmt::format("{}: {}", file, msg));
-  return util::invalid_argument(fmt::format("{}:{}: {}", file, m.line + 1, msg));
+// The config file's own keys; name: and teams: (a cluster file's) are read by the cluster parser.
+constexpr std::string_view kServerKeys[] = {"policy",
+                                            "placement",
+                                            "reconcileIntervalSeconds",
+                                            "minRuntimeSeconds",
+                                            "maxVictimSearches",
+                                            "fairShareHalfLifeSeconds",
+                                            "tiresias",
+                                            "goodput",
+                                            "retryBackoff",
+                                            "noticeSignal",
+                                            "logCapBytes",
+                                            "maxRequestBytes",
+                                            "telemetry",
+                                            "alerts",
+                                            "mtbfPriorSeconds",
+                                            "capacity",
+                                            "workers",
+                                            "executor"};
+
+util::Result<util::Duration> seconds(const YamlReader& r, const YamlField& f, double lo,
+                                     double hi) {
+  TY_ASSIGN_OR_RETURN(const double s, r.number(f, lo, hi, "a number of seconds"));
+  return util::seconds_f(s);
 }
 
-util::Result<double> seconds_value(const std::string& file, const YAML::Node& n,
-                                   const std::string& what, double lo, double hi) {
-  double v = 0;
-  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= lo) || v > hi) {
-    return located(file, n,
-                   fmt::format("{} must be a number of seconds in {}..{}, got '{}'", what, lo, hi,
-                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
-  }
-  return v;
-}
-
-util::Result<int64_t> bytes_value(const std::string& file, const YAML::Node& n,
-                                  const std::string& what) {
-  auto b = n.IsScalar() ? model::parse_bytes(n.Scalar()) : util::invalid_argument("not a scalar");
-  if (!b.is_ok() || b->value() < 1024) {
-    return located(file, n,
-                   fmt::format("{} must be a size of at least 1Ki like 64Mi, got '{}'", what,
-                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
-  }
+util::Result<int64_t> bytes(const YamlReader& r, const YamlField& f) {
+  TY_ASSIGN_OR_RETURN(const std::string text, r.string(f));
+  auto b = model::parse_bytes(text);
+  if (!b.is_ok() || b->value() < 1024)
+    return r.invalid(f, "a size of at least 1Ki", "like 64Mi; suffixes Ki, Mi, Gi, Ti, k, M, G, T");
   return b->value();
 }
 
-util::Status parse_backoff(const std::string& file, const YAML::Node& n, ServerConfig& out) {
-  if (!n.IsMap())
-    return located(file, n, "retryBackoff must be {initialSeconds: N, maxSeconds: M}");
-  for (const auto& kv : n) {
-    const auto key = kv.first.as<std::string>();
-    TY_ASSIGN_OR_RETURN(const double s,
-                        seconds_value(file, kv.second, "retryBackoff." + key, 0, 86400));
-    if (key == "initialSeconds") {
-      out.retry_backoff_initial = util::seconds_f(s);
-    } else if (key == "maxSeconds") {
-      out.retry_backoff_max = util::seconds_f(s);
-    } else {
-      return located(file, kv.first,
-                     fmt::format("unknown key 'retryBackoff.{}'; allowed: initialSeconds, "
-                                 "maxSeconds",
-                                 key));
-    }
+util::Status parse_backoff(const YamlReader& r, const YamlField& b, ServerConfig& out) {
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(b, {"initialSeconds", "maxSeconds"}));
+  if (const YamlField* initial = f.get("initialSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.retry_backoff_initial, seconds(r, *initial, 0, 86400));
   }
-  if (out.retry_backoff_max < out.retry_backoff_initial)
-    return located(file, n, "retryBackoff.maxSeconds must be >= initialSeconds");
+  if (const YamlField* max = f.get("maxSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.retry_backoff_max, seconds(r, *max, 0, 86400));
+  }
+  if (out.retry_backoff_max < out.retry_backoff_initial) {
+    const YamlField* max = f.get("maxSeconds");
+    return r.error(
+        max != nullptr ? *max : *f.get("initialSeconds"),
+        fmt::format("{}.maxSeconds ({} s{}) must be at least {}.initialSeconds ({} s)", b.path,
+                    util::to_seconds(out.retry_backoff_max), max != nullptr ? "" : ", the default",
+                    b.path, util::to_seconds(out.retry_backoff_initial)));
+  }
   return util::Status::ok();
 }
 
-util::Result<int> count_value(const std::string& file, const YAML::Node& n, const std::string& what,
-                              int lo, int hi) {
-  int v = 0;
-  if (!n.IsScalar() || !YAML::convert<int>::decode(n, v) || v < lo || v > hi) {
-    return located(file, n,
-                   fmt::format("{} must be a whole number in {}..{}, got '{}'", what, lo, hi,
-                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
+util::Status parse_telemetry(const YamlReader& r, const YamlField& t, ServerConfig& out) {
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(t, {"interval", "ringSamples", "retentionDays"}));
+  if (const YamlField* interval = f.get("interval")) {
+    TY_ASSIGN_OR_RETURN(out.telemetry.interval, seconds(r, *interval, 0.05, 3600));
   }
-  return v;
-}
-
-util::Status parse_telemetry(const std::string& file, const YAML::Node& n, ServerConfig& out) {
-  if (!n.IsMap())
-    return located(file, n,
-                   "telemetry must be {interval: 1, ringSamples: 3600, retentionDays: 30}");
-  for (const auto& kv : n) {
-    const auto key = kv.first.as<std::string>();
-    if (key == "interval") {
-      TY_ASSIGN_OR_RETURN(const double s,
-                          seconds_value(file, kv.second, "telemetry.interval", 0.05, 3600));
-      out.telemetry.interval = util::seconds_f(s);
-    } else if (key == "ringSamples") {
-      TY_ASSIGN_OR_RETURN(out.telemetry.ring_samples,
-                          count_value(file, kv.second, "telemetry.ringSamples", 1, 1'000'000));
-    } else if (key == "retentionDays") {
-      TY_ASSIGN_OR_RETURN(out.telemetry.retention_days,
-                          count_value(file, kv.second, "telemetry.retentionDays", 1, 3650));
-    } else {
-      return located(file, kv.first,
-                     fmt::format("unknown key 'telemetry.{}'; allowed: interval, ringSamples, "
-                                 "retentionDays",
-                                 key));
-    }
+  if (const YamlField* ring = f.get("ringSamples")) {
+    TY_ASSIGN_OR_RETURN(const int64_t n, r.integer(*ring, 1, 1'000'000));
+    out.telemetry.ring_samples = static_cast<int>(n);
+  }
+  if (const YamlField* days = f.get("retentionDays")) {
+    TY_ASSIGN_OR_RETURN(const int64_t n, r.integer(*days, 1, 3650));
+    out.telemetry.retention_days = static_cast<int>(n);
   }
   return util::Status::ok();
 }
 
 // tiresias: {queueThresholds: [3200, 25600], starvationFactor: 8} (GPU-seconds; a factor).
-util::Status parse_tiresias(const std::string& file, const YAML::Node& t, ServerConfig& out) {
-  if (!t.IsMap())
-    return located(file, t, "tiresias must be a map: {queueThresholds, starvationFactor}");
-  for (const auto& kv : t) {
-    const std::string key = kv.first.Scalar();
-    if (key != "queueThresholds" && key != "starvationFactor") {
-      return located(file, kv.first,
-                     fmt::format("unknown key tiresias.{}; known: queueThresholds, "
-                                 "starvationFactor",
-                                 key));
-    }
-  }
-  if (const auto q = t["queueThresholds"]) {
-    if (!q.IsSequence() || q.size() == 0) {
-      return located(file, q, "tiresias.queueThresholds must be a list of GPU-seconds");
-    }
+util::Status parse_tiresias(const YamlReader& r, const YamlField& t, ServerConfig& out) {
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(t, {"queueThresholds", "starvationFactor"}));
+  if (const YamlField* q = f.get("queueThresholds")) {
+    TY_ASSIGN_OR_RETURN(std::vector<YamlField> items,
+                        r.items(*q, "GPU-seconds in increasing order, e.g. [3200, 25600]"));
+    if (items.empty())
+      return r.invalid(*q, "a non-empty list of GPU-seconds", "e.g. [3200, 25600]");
     std::vector<double> v;
-    for (const auto& e : q) {
-      TY_ASSIGN_OR_RETURN(const double s,
-                          seconds_value(file, e, "each tiresias.queueThresholds entry", 1, 1e12));
-      if (!v.empty() && s <= v.back()) {
-        return located(file, e, "tiresias.queueThresholds must increase");
-      }
+    for (const YamlField& item : items) {
+      TY_ASSIGN_OR_RETURN(const double s, r.number(item, 1, 1e12, "a number of GPU-seconds"));
+      if (!v.empty() && s <= v.back())
+        return r.invalid(item, fmt::format("more than the entry before ({})", v.back()),
+                         "the thresholds must increase");
       v.push_back(s);
     }
     out.policy.tiresias.queue_thresholds = std::move(v);
   }
-  if (const auto f = t["starvationFactor"]) {
-    double v = 0;
-    if (!f.IsScalar() || !YAML::convert<double>::decode(f, v) || !(v >= 0) || v > 1e6) {
-      return located(file, f, "tiresias.starvationFactor must be a number >= 0 (0 = off)");
-    }
-    out.policy.tiresias.starvation_factor = v;
+  if (const YamlField* factor = f.get("starvationFactor")) {
+    TY_ASSIGN_OR_RETURN(out.policy.tiresias.starvation_factor,
+                        r.number(*factor, 0, 1e6, "a number", "0 = off"));
   }
   return util::Status::ok();
 }
 
-util::Status parse_own_keys(const std::string& file, const YAML::Node& root, ServerConfig& out) {
-  if (const auto p = root["policy"]) {
-    if (!p.IsScalar()) return located(file, p, "policy must be a policy name such as fair");
-    auto traits = sched::find_policy(p.Scalar());
-    if (!traits.is_ok()) return located(file, p, traits.status().message());
-    out.policy.name = p.Scalar();
+// goodput: {roundSeconds: 60, restartGain: 0.25}
+util::Status parse_goodput(const YamlReader& r, const YamlField& g, ServerConfig& out) {
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(g, {"roundSeconds", "restartGain"}));
+  if (const YamlField* round = f.get("roundSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.policy.goodput.round, seconds(r, *round, 1, 86400));
   }
-  if (const auto p = root["placement"]) {
-    const std::string v = p.IsScalar() ? p.Scalar() : "";
-    if (v != "pack" && v != "spread")
-      return located(file, p, fmt::format("placement must be pack or spread, got '{}'", v));
+  if (const YamlField* gain = f.get("restartGain")) {
+    TY_ASSIGN_OR_RETURN(
+        out.policy.goodput.restart_gain,
+        r.number(*gain, 0, 100, "a number", "0.25 = a restart must make the job 25% faster"));
+  }
+  return util::Status::ok();
+}
+
+// policy, placement and the preemption knobs: what the scheduler gets in its PolicyConfig.
+util::Status parse_policy_keys(const YamlReader& r, const YamlFields& f, ServerConfig& out) {
+  if (const YamlField* p = f.get("policy")) {
+    TY_ASSIGN_OR_RETURN(std::string name, r.string(*p));
+    if (auto traits = sched::find_policy(name); !traits.is_ok())
+      return r.error(*p, fmt::format("{}: {}", p->path, traits.status().message()));
+    out.policy.name = std::move(name);
+  }
+  if (const YamlField* p = f.get("placement")) {
+    const std::string v = p->value.IsScalar() ? p->value.Scalar() : "";
+    if (v != "pack" && v != "spread") return r.invalid(*p, "pack or spread");
     out.policy.placement =
         v == "pack" ? sched::PlacementStrategy::Pack : sched::PlacementStrategy::Spread;
   }
-  if (const auto m = root["minRuntimeSeconds"]) {
-    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "minRuntimeSeconds", 0, 1e7));
-    out.policy.min_runtime = util::seconds_f(s);
+  if (const YamlField* m = f.get("minRuntimeSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.policy.min_runtime, seconds(r, *m, 0, 1e7));
   }
-  if (const auto g = root["goodput"]) {
-    if (!g.IsMap()) return located(file, g, "goodput must be a map: {roundSeconds, restartGain}");
-    for (const auto& kv : g) {
-      const std::string key = kv.first.as<std::string>("");
-      if (key == "roundSeconds") {
-        TY_ASSIGN_OR_RETURN(const double s,
-                            seconds_value(file, kv.second, "goodput.roundSeconds", 1, 86400));
-        out.policy.goodput.round = util::seconds_f(s);
-      } else if (key == "restartGain") {
-        double v = -1;
-        if (!kv.second.IsScalar() || !YAML::convert<double>::decode(kv.second, v) || v < 0 ||
-            v > 100) {
-          return located(file, kv.second,
-                         "goodput.restartGain must be a number 0..100 (0.25 = a restart must "
-                         "make the job 25% faster)");
-        }
-        out.policy.goodput.restart_gain = v;
-      } else {
-        return located(
-            file, kv.first,
-            fmt::format("unknown key goodput.{}; known: roundSeconds, restartGain", key));
-      }
-    }
-  }
-  if (const auto m = root["maxVictimSearches"]) {
-    int64_t v = -1;
-    if (!m.IsScalar() || !YAML::convert<int64_t>::decode(m, v) || v < 0 || v > 1000000) {
-      return located(file, m, "maxVictimSearches must be a whole number 0..1000000 (0 = no limit)");
-    }
+  if (const YamlField* g = f.get("goodput")) TY_RETURN_IF_ERROR(parse_goodput(r, *g, out));
+  if (const YamlField* m = f.get("maxVictimSearches")) {
+    TY_ASSIGN_OR_RETURN(const int64_t v, r.integer(*m, 0, 1'000'000, "0 = no limit"));
     out.policy.max_victim_searches = static_cast<int>(v);
   }
-  if (const auto h = root["fairShareHalfLifeSeconds"]) {
-    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, h, "fairShareHalfLifeSeconds", 0, 1e9));
-    out.policy.fair.usage_half_life = util::seconds_f(s);
+  if (const YamlField* h = f.get("fairShareHalfLifeSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.policy.fair.usage_half_life, seconds(r, *h, 0, 1e9));
   }
-  if (const auto t = root["tiresias"]) TY_RETURN_IF_ERROR(parse_tiresias(file, t, out));
-  if (const auto r = root["reconcileIntervalSeconds"]) {
-    TY_ASSIGN_OR_RETURN(const double s,
-                        seconds_value(file, r, "reconcileIntervalSeconds", 0.01, 60));
-    out.reconcile_interval = util::seconds_f(s);
+  if (const YamlField* t = f.get("tiresias")) TY_RETURN_IF_ERROR(parse_tiresias(r, *t, out));
+  return util::Status::ok();
+}
+
+util::Status parse_own_keys(const YamlReader& r, const YamlFields& f, ServerConfig& out) {
+  TY_RETURN_IF_ERROR(parse_policy_keys(r, f, out));
+  if (const YamlField* i = f.get("reconcileIntervalSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.reconcile_interval, seconds(r, *i, 0.01, 60));
   }
-  if (const auto b = root["retryBackoff"]) TY_RETURN_IF_ERROR(parse_backoff(file, b, out));
-  if (const auto m = root["mtbfPriorSeconds"]) {
-    TY_ASSIGN_OR_RETURN(const double s, seconds_value(file, m, "mtbfPriorSeconds", 1, 1e9));
-    out.mtbf_prior = util::seconds_f(s);
+  if (const YamlField* b = f.get("retryBackoff")) TY_RETURN_IF_ERROR(parse_backoff(r, *b, out));
+  if (const YamlField* m = f.get("mtbfPriorSeconds")) {
+    TY_ASSIGN_OR_RETURN(out.mtbf_prior, seconds(r, *m, 1, 1e9));
   }
-  if (const auto t = root["telemetry"]) TY_RETURN_IF_ERROR(parse_telemetry(file, t, out));
-  if (const auto a = root["alerts"]) TY_RETURN_IF_ERROR(parse_alerts_config(file, a, out.alerts));
-  if (const auto c = root["capacity"]) TY_RETURN_IF_ERROR(parse_capacity_config(file, c, out));
-  if (const auto w = root["workers"]) TY_RETURN_IF_ERROR(parse_workers_config(file, w, out));
-  if (const auto e = root["executor"]) TY_RETURN_IF_ERROR(parse_executor_config(file, e, out));
-  if (const auto s = root["noticeSignal"]) {
-    auto sig = s.IsScalar() ? parse_signal(s.Scalar()) : util::invalid_argument("not a scalar");
-    if (!sig.is_ok()) return located(file, s, "noticeSignal: " + sig.status().message());
+  if (const YamlField* t = f.get("telemetry")) TY_RETURN_IF_ERROR(parse_telemetry(r, *t, out));
+  if (const YamlField* a = f.get("alerts"))
+    TY_RETURN_IF_ERROR(parse_alerts_config(r, *a, out.alerts));
+  if (const YamlField* c = f.get("capacity")) TY_RETURN_IF_ERROR(parse_capacity_config(r, *c, out));
+  if (const YamlField* w = f.get("workers")) TY_RETURN_IF_ERROR(parse_workers_config(r, *w, out));
+  if (const YamlField* e = f.get("executor")) TY_RETURN_IF_ERROR(parse_executor_config(r, *e, out));
+  if (const YamlField* s = f.get("noticeSignal")) {
+    TY_ASSIGN_OR_RETURN(const std::string text, r.string(*s));
+    auto sig = parse_signal(text);
+    if (!sig.is_ok())
+      return r.invalid(*s, "a signal",
+                       "SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 or SIGQUIT, with or without "
+                       "SIG, or its number");
     out.notice_signal = *sig;
   }
-  if (const auto c = root["logCapBytes"]) {
-    TY_ASSIGN_OR_RETURN(out.log_cap_bytes, bytes_value(file, c, "logCapBytes"));
+  if (const YamlField* c = f.get("logCapBytes")) {
+    TY_ASSIGN_OR_RETURN(out.log_cap_bytes, bytes(r, *c));
   }
-  if (const auto c = root["maxRequestBytes"]) {
-    TY_ASSIGN_OR_RETURN(out.max_request_bytes, bytes_value(file, c, "maxRequestBytes"));
+  if (const YamlField* c = f.get("maxRequestBytes")) {
+    TY_ASSIGN_OR_RETURN(out.max_request_bytes, bytes(r, *c));
   }
   return util::Status::ok();
 }
@@ -244,18 +190,19 @@ util::Status parse_own_keys(const std::string& file, const YAML::Node& root, Ser
 }  // namespace
 
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file) {
-  ServerConfig out;
+  const YamlReader r(file);
+  TY_ASSIGN_OR_RETURN(const YamlField root,
+                      r.load_mapping(text, "a mapping of settings such as policy: and teams:"));
   model::ClusterParseOptions options{.require_nodes = false, .allow_nodes = false};
-  for (const char* k : kServerKeys) options.extra_root_keys.emplace_back(k);
-  TY_ASSIGN_OR_RETURN(auto cluster, model::parse_cluster_yaml(text, file, options));
+  for (std::string_view k : kServerKeys) options.extra_root_keys.emplace_back(k);
+  // The cluster parser refuses unknown root keys (with a hint) and pools:/nodes:, and reads teams:.
+  TY_ASSIGN_OR_RETURN(auto cluster, model::parse_cluster_root(r, root, options));
+  ServerConfig out;
   out.teams = std::move(cluster.teams);
-  try {
-    const YAML::Node root = YAML::Load(text);
-    if (root.IsMap()) TY_RETURN_IF_ERROR(parse_own_keys(file, root, out));
-  } catch (const YAML::Exception& e) {
-    return util::invalid_argument(
-        fmt::format("{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.msg));
-  }
+  std::vector<std::string_view> allowed(std::begin(kServerKeys), std::end(kServerKeys));
+  allowed.insert(allowed.end(), {"name", "teams"});
+  TY_ASSIGN_OR_RETURN(const YamlFields fields, r.fields(root, allowed));
+  TY_RETURN_IF_ERROR(parse_own_keys(r, fields, out));
   return out;
 }
 

@@ -18,9 +18,10 @@
 #include "util/clock.h"
 #include "util/status.h"
 
-namespace YAML {
-class Node;
-}
+namespace trainyard::model {
+class YamlReader;
+struct YamlField;
+}  // namespace trainyard::model
 
 namespace trainyard::server {
 
@@ -99,18 +100,25 @@ struct ServerConfig {
   ExecutorConfig executor;
 };
 
+// Errors read "<file>:<line>:<column>: <key path> must be <what>, got <value> (<fix>)"
+// (model/yaml_reader.h); unknown keys get a "did you mean" hint.
 util::Result<ServerConfig> parse_server_config(const std::string& text, const std::string& file);
 util::Result<ServerConfig> load_server_config(const std::string& path);
+// The sections below take the reader of the config file and the section's field (`capacity`,
+// `workers`, `executor`), so their errors carry the file, line, column and key path.
 // The `capacity:` section (capacity_config.cc); spotFallbackWait goes to out.policy.autoscale.
-util::Status parse_capacity_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+util::Status parse_capacity_config(const model::YamlReader& r, const model::YamlField& section,
+                                   ServerConfig& out);
 // The `workers:` section (workers_config.cc). User names are looked up now (getpwnam): one that
-// does not exist is an error with file:line.
-util::Status parse_workers_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+// does not exist is an error with file:line:column.
+util::Status parse_workers_config(const model::YamlReader& r, const model::YamlField& section,
+                                  ServerConfig& out);
 // A user name or a numeric uid as a worker identity: a name's passwd uid, gid, groups and home;
 // a uid with no passwd entry gets the gid of the same number, no groups and no home.
 util::Result<exec::Credentials> resolve_worker_user(const std::string& name_or_uid);
 // The `executor:` section (executor_config.cc).
-util::Status parse_executor_config(const std::string& file, const YAML::Node& n, ServerConfig& out);
+util::Status parse_executor_config(const model::YamlReader& r, const model::YamlField& section,
+                                   ServerConfig& out);
 // "static" or "simcloud" (also what --provider takes).
 util::Result<CapacityProvider> parse_capacity_provider(const std::string& text);
 

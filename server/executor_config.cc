@@ -1,122 +1,111 @@
 // The server config's `executor:` section: `kind: local` (default) or `kind: slurm` with the
 // partition, the shared directory and how to reach Slurm (docs/slurm.md). Every value is checked
-// here, so a typo stops the server at start with file:line instead of failing every launch.
+// here, so a typo stops the server at start with file:line:column instead of failing every launch.
+#include <cstdint>
+
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "model/accelerator.h"
+#include "model/yaml_reader.h"
 #include "server/config.h"
 
 namespace trainyard::server {
 namespace {
 
-util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
-  const auto m = n.Mark();
-  if (m.is_null()) return util::invalid_argument(fmt::format("{}: {}", file, msg));
-  return util::invalid_argument(fmt::format("{}:{}:{}: {}", file, m.line + 1, m.column + 1, msg));
+using model::YamlField;
+using model::YamlFields;
+using model::YamlReader;
+
+constexpr std::string_view kExecutorKeys[] = {"kind",
+                                              "partition",
+                                              "sharedDir",
+                                              "slurmConf",
+                                              "binDir",
+                                              "pollSeconds",
+                                              "startTimeoutSeconds",
+                                              "commandTimeoutSeconds",
+                                              "defaultMemoryMB",
+                                              "gresTypes",
+                                              "gpuSampler"};
+
+util::Result<util::Duration> seconds(const YamlReader& r, const YamlField& f, double lo,
+                                     double hi) {
+  TY_ASSIGN_OR_RETURN(const double s, r.number(f, lo, hi, "a number of seconds"));
+  return util::seconds_f(s);
 }
 
-util::Result<std::string> text_value(const std::string& file, const YAML::Node& n,
-                                     const std::string& what) {
-  if (!n.IsScalar() || n.Scalar().empty())
-    return located(file, n, fmt::format("executor.{} must be a non-empty string", what));
-  return n.Scalar();
+util::Status parse_gres_types(const YamlReader& r, const YamlField& g, exec::SlurmOptions& slurm) {
+  TY_ASSIGN_OR_RETURN(std::vector<YamlField> entries,
+                      r.entries(g, "a mapping of GRES types to models, e.g. {a100x: A100-80GB}"));
+  for (const YamlField& e : entries) {
+    TY_ASSIGN_OR_RETURN(std::string name, r.string(e));
+    if (model::find_accelerator(name) == nullptr)
+      return r.invalid(e, "a known accelerator", "such as H100-80GB, A100-80GB, V100-16GB, L4, T4");
+    slurm.gres_types[e.key.Scalar()] = std::move(name);
+  }
+  return util::Status::ok();
 }
 
-util::Result<double> seconds(const std::string& file, const YAML::Node& n, const std::string& what,
-                             double lo, double hi) {
-  double v = 0;
-  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= lo) || v > hi)
-    return located(file, n,
-                   fmt::format("executor.{} must be a number of seconds in {}..{}, got '{}'", what,
-                               lo, hi, n.IsScalar() ? n.Scalar() : "(not a scalar)"));
-  return v;
+// The Slurm keys that are strings: where to submit and where the shared files live.
+util::Status parse_slurm_paths(const YamlReader& r, const YamlFields& f, exec::SlurmOptions& s) {
+  if (const YamlField* v = f.get("partition")) {
+    TY_ASSIGN_OR_RETURN(s.partition, r.non_empty_string(*v));
+  }
+  if (const YamlField* v = f.get("sharedDir")) {
+    TY_ASSIGN_OR_RETURN(std::string dir, r.non_empty_string(*v));
+    if (dir.front() != '/') return r.invalid(*v, "an absolute path", "the same on every node");
+    s.shared_dir = std::move(dir);
+  }
+  if (const YamlField* v = f.get("slurmConf")) {
+    TY_ASSIGN_OR_RETURN(s.slurm_conf, r.non_empty_string(*v));
+  }
+  if (const YamlField* v = f.get("binDir")) {
+    TY_ASSIGN_OR_RETURN(s.bin_dir, r.non_empty_string(*v));
+  }
+  if (const YamlField* v = f.get("gpuSampler")) {
+    TY_ASSIGN_OR_RETURN(s.gpu_sampler, r.non_empty_string(*v));
+    const std::string& g = s.gpu_sampler;
+    if (g != "auto" && g != "none" && g != "nvml" && !g.starts_with("sim:"))
+      return r.invalid(*v, "auto, nvml, none or a sim:... spec", "e.g. sim:8xH100-80GB");
+  }
+  return util::Status::ok();
 }
-
-constexpr const char* kKeys =
-    "kind, partition, sharedDir, slurmConf, binDir, pollSeconds, startTimeoutSeconds, "
-    "commandTimeoutSeconds, defaultMemoryMB, gresTypes, gpuSampler";
 
 }  // namespace
 
-util::Status parse_executor_config(const std::string& file, const YAML::Node& n,
+util::Status parse_executor_config(const YamlReader& r, const YamlField& section,
                                    ServerConfig& out) {
-  if (!n.IsMap())
-    return located(file, n,
-                   "executor must be a map like {kind: slurm, partition: gpu, sharedDir: "
-                   "/shared/trainyard}");
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(section, kExecutorKeys));
   ExecutorConfig& e = out.executor;
-  for (const auto& kv : n) {
-    const auto key = kv.first.as<std::string>();
-    const YAML::Node& v = kv.second;
-    if (key == "kind") {
-      TY_ASSIGN_OR_RETURN(auto kind, text_value(file, v, "kind"));
-      if (kind == "local")
-        e.kind = ExecutorKind::Local;
-      else if (kind == "slurm")
-        e.kind = ExecutorKind::Slurm;
-      else
-        return located(file, v,
-                       fmt::format("executor.kind must be local or slurm, got '{}'", kind));
-    } else if (key == "partition") {
-      TY_ASSIGN_OR_RETURN(e.slurm.partition, text_value(file, v, "partition"));
-    } else if (key == "sharedDir") {
-      TY_ASSIGN_OR_RETURN(auto dir, text_value(file, v, "sharedDir"));
-      if (dir.front() != '/')
-        return located(file, v,
-                       fmt::format("executor.sharedDir must be an absolute path (the same on "
-                                   "every node), got '{}'",
-                                   dir));
-      e.slurm.shared_dir = dir;
-    } else if (key == "slurmConf") {
-      TY_ASSIGN_OR_RETURN(e.slurm.slurm_conf, text_value(file, v, "slurmConf"));
-    } else if (key == "binDir") {
-      TY_ASSIGN_OR_RETURN(e.slurm.bin_dir, text_value(file, v, "binDir"));
-    } else if (key == "pollSeconds") {
-      TY_ASSIGN_OR_RETURN(double s, seconds(file, v, "pollSeconds", 0.1, 600));
-      e.slurm.poll_interval = util::seconds_f(s);
-    } else if (key == "startTimeoutSeconds") {
-      TY_ASSIGN_OR_RETURN(double s, seconds(file, v, "startTimeoutSeconds", 1, 86400));
-      e.slurm.start_timeout = util::seconds_f(s);
-    } else if (key == "commandTimeoutSeconds") {
-      TY_ASSIGN_OR_RETURN(double s, seconds(file, v, "commandTimeoutSeconds", 1, 600));
-      e.slurm.command_timeout = util::seconds_f(s);
-    } else if (key == "defaultMemoryMB") {
-      int64_t mb = -1;
-      if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, mb) || mb < 0)
-        return located(file, v, "executor.defaultMemoryMB must be a whole number of MB >= 0");
-      e.slurm.default_memory_mb = mb;
-    } else if (key == "gpuSampler") {
-      TY_ASSIGN_OR_RETURN(e.slurm.gpu_sampler, text_value(file, v, "gpuSampler"));
-      const std::string& g = e.slurm.gpu_sampler;
-      if (g != "auto" && g != "none" && g != "nvml" && !g.starts_with("sim:"))
-        return located(file, v,
-                       fmt::format("executor.gpuSampler must be auto, nvml, none or a sim:... "
-                                   "spec like sim:8xH100-80GB, got '{}'",
-                                   g));
-    } else if (key == "gresTypes") {
-      if (!v.IsMap())
-        return located(file, v,
-                       "executor.gresTypes must map GRES types to models, e.g. {a100x: "
-                       "A100-80GB}");
-      for (const auto& t : v) {
-        const auto type = t.first.as<std::string>();
-        if (!t.second.IsScalar() || model::find_accelerator(t.second.Scalar()) == nullptr)
-          return located(file, t.second,
-                         fmt::format("executor.gresTypes.{} must name a known accelerator such "
-                                     "as H100-80GB, A100-80GB, V100-16GB, L4, T4",
-                                     type));
-        e.slurm.gres_types[type] = t.second.Scalar();
-      }
+  if (const YamlField* v = f.get("kind")) {
+    TY_ASSIGN_OR_RETURN(const std::string kind, r.non_empty_string(*v));
+    if (kind == "local") {
+      e.kind = ExecutorKind::Local;
+    } else if (kind == "slurm") {
+      e.kind = ExecutorKind::Slurm;
     } else {
-      return located(file, kv.first,
-                     fmt::format("unknown key 'executor.{}'; allowed: {}", key, kKeys));
+      return r.invalid(*v, "local or slurm");
     }
   }
+  TY_RETURN_IF_ERROR(parse_slurm_paths(r, f, e.slurm));
+  if (const YamlField* v = f.get("pollSeconds")) {
+    TY_ASSIGN_OR_RETURN(e.slurm.poll_interval, seconds(r, *v, 0.1, 600));
+  }
+  if (const YamlField* v = f.get("startTimeoutSeconds")) {
+    TY_ASSIGN_OR_RETURN(e.slurm.start_timeout, seconds(r, *v, 1, 86400));
+  }
+  if (const YamlField* v = f.get("commandTimeoutSeconds")) {
+    TY_ASSIGN_OR_RETURN(e.slurm.command_timeout, seconds(r, *v, 1, 600));
+  }
+  if (const YamlField* v = f.get("defaultMemoryMB")) {
+    TY_ASSIGN_OR_RETURN(e.slurm.default_memory_mb,
+                        r.integer(*v, 0, INT64_MAX, "MB; 0 leaves it to Slurm"));
+  }
+  if (const YamlField* v = f.get("gresTypes")) TY_RETURN_IF_ERROR(parse_gres_types(r, *v, e.slurm));
   if (e.kind == ExecutorKind::Slurm && e.slurm.shared_dir.empty())
-    return located(file, n,
-                   "executor.sharedDir is required with kind: slurm: a directory mounted at the "
-                   "same path on every node and on the server (run dirs, logs, checkpoints)");
+    return r.missing(section, "sharedDir",
+                     "kind: slurm needs a directory mounted at the same path on every node and "
+                     "on the server (run dirs, logs, checkpoints)");
   return util::Status::ok();
 }
 

@@ -1,7 +1,7 @@
 // The server config's `workers:` section: which Unix user runs each team's workers when the
 // server is root. `user: auto` (each team its own uid from uidRange), a user name or uid for all
 // teams, and `runAs: {team: user}` per team. Names are resolved here, so a typo stops the server
-// at start with file:line instead of failing every launch later.
+// at start with file:line:column instead of failing every launch later.
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -11,19 +11,17 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "model/names.h"
+#include "model/yaml_reader.h"
 #include "server/config.h"
 
 namespace trainyard::server {
 namespace {
 
-util::Status located(const std::string& file, const YAML::Node& n, const std::string& msg) {
-  const auto m = n.Mark();
-  if (m.is_null()) return util::invalid_argument(fmt::format("{}: {}", file, msg));
-  return util::invalid_argument(fmt::format("{}:{}:{}: {}", file, m.line + 1, m.column + 1, msg));
-}
+using model::YamlField;
+using model::YamlFields;
+using model::YamlReader;
 
 bool parse_u32(std::string_view text, uint32_t& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -45,30 +43,27 @@ std::vector<uint32_t> groups_of(const char* name, gid_t primary) {
   return out;
 }
 
-util::Status parse_uid_range(const std::string& file, const YAML::Node& n, WorkersConfig& w) {
-  const std::string text = n.IsScalar() ? n.Scalar() : "";
+util::Status parse_uid_range(const YamlReader& r, const YamlField& f, WorkersConfig& w) {
+  const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
   const size_t dash = text.find('-');
   uint32_t first = 0;
   uint32_t last = 0;
   if (dash == std::string::npos || !parse_u32(text.substr(0, dash), first) ||
       !parse_u32(text.substr(dash + 1), last) || first == 0 || last < first ||
       last == static_cast<uint32_t>(-1)) {
-    return located(file, n,
-                   fmt::format("workers.uidRange must be FIRST-LAST like 1900000-1965535, with "
-                               "0 < FIRST <= LAST < 4294967295; got '{}'",
-                               n.IsScalar() ? n.Scalar() : "(not a scalar)"));
+    return r.invalid(f, "FIRST-LAST like 1900000-1965535", "0 < FIRST <= LAST < 4294967295");
   }
   w.uid_first = first;
   w.uid_last = last;
   return util::Status::ok();
 }
 
-util::Result<exec::Credentials> user_value(const std::string& file, const YAML::Node& n,
-                                           const std::string& what) {
-  if (!n.IsScalar() || n.Scalar().empty())
-    return located(file, n, what + " must be a user name or a numeric uid");
-  auto creds = resolve_worker_user(n.Scalar());
-  if (!creds.is_ok()) return located(file, n, what + ": " + creds.status().message());
+util::Result<exec::Credentials> user_value(const YamlReader& r, const YamlField& f) {
+  if (!f.value.IsScalar() || f.value.Scalar().empty())
+    return r.invalid(f, "a user name or a numeric uid");
+  TY_ASSIGN_OR_RETURN(const std::string name, r.string(f));
+  auto creds = resolve_worker_user(name);
+  if (!creds.is_ok()) return r.error(f, fmt::format("{}: {}", f.path, creds.status().message()));
   return *creds;
 }
 
@@ -102,34 +97,26 @@ util::Result<exec::Credentials> resolve_worker_user(const std::string& name_or_u
                            .home = pw.pw_dir != nullptr ? pw.pw_dir : ""};
 }
 
-util::Status parse_workers_config(const std::string& file, const YAML::Node& n, ServerConfig& out) {
-  if (!n.IsMap())
-    return located(file, n,
-                   "workers must be a mapping like {user: auto, uidRange: 1900000-1965535}");
+util::Status parse_workers_config(const YamlReader& r, const YamlField& section,
+                                  ServerConfig& out) {
+  TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(section, {"user", "uidRange", "runAs"}));
   WorkersConfig& w = out.workers;
-  for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
-    if (key == "user") {
-      if (kv.second.IsScalar() && kv.second.Scalar() == "auto") {
-        w.user.reset();
-        continue;
-      }
-      TY_ASSIGN_OR_RETURN(w.user, user_value(file, kv.second, "workers.user"));
-    } else if (key == "uidRange") {
-      TY_RETURN_IF_ERROR(parse_uid_range(file, kv.second, w));
-    } else if (key == "runAs") {
-      if (!kv.second.IsMap())
-        return located(file, kv.second,
-                       "workers.runAs must map team names to users: {vision: svc}");
-      for (const auto& team : kv.second) {
-        const std::string name = team.first.as<std::string>();
-        if (auto st = model::check_team_name(name); !st.is_ok())
-          return located(file, team.first, "workers.runAs: " + st.message());
-        TY_ASSIGN_OR_RETURN(w.run_as[name], user_value(file, team.second, "workers.runAs." + name));
-      }
+  if (const YamlField* user = f.get("user")) {
+    if (user->value.IsScalar() && user->value.Scalar() == "auto") {
+      w.user.reset();
     } else {
-      return located(file, kv.first,
-                     fmt::format("unknown key 'workers.{}'; allowed: user, uidRange, runAs", key));
+      TY_ASSIGN_OR_RETURN(w.user, user_value(r, *user));
+    }
+  }
+  if (const YamlField* range = f.get("uidRange")) TY_RETURN_IF_ERROR(parse_uid_range(r, *range, w));
+  if (const YamlField* run_as = f.get("runAs")) {
+    TY_ASSIGN_OR_RETURN(std::vector<YamlField> teams,
+                        r.entries(*run_as, "a mapping of team names to users, e.g. {vision: svc}"));
+    for (const YamlField& team : teams) {
+      const std::string& name = team.key.Scalar();
+      if (auto st = model::check_team_name(name); !st.is_ok())
+        return r.error_at(team.key, fmt::format("{}: {}", team.path, st.message()));
+      TY_ASSIGN_OR_RETURN(w.run_as[name], user_value(r, team));
     }
   }
   return util::Status::ok();

@@ -56,17 +56,22 @@ TEST(AlertsConfig, DefaultsComeFromTheRulesAndEveryKeyParses) {
 
 TEST(AlertsConfig, ErrorsNameTheFileLinePathAndWhatIsAllowed) {
   const std::pair<const char*, const char*> cases[] = {
-      {"alerts:\n  idle: {idleFor: soon}\n", "c.yaml:2: alerts.idle.idleFor must be a duration"},
-      {"alerts:\n  bogus: 1\n", "c.yaml:2: unknown key 'alerts.bogus'; allowed: enabled"},
+      {"alerts:\n  idle: {idleFor: soon}\n",
+       "c.yaml:2:19: alerts.idle.idleFor must be a duration from 0s to 7d, got \"soon\""},
+      {"alerts:\n  bogus: 1\n", "c.yaml:2:3: unknown field \"alerts.bogus\" (allowed: enabled"},
       {"alerts:\n  temperature: {temperatureC: -5}\n",
-       "c.yaml:2: alerts.temperature.temperatureC must be a number in 1..200, got '-5'"},
+       "c.yaml:2:31: alerts.temperature.temperatureC must be a number from 1 to 200, got \"-5\""},
       {"alerts:\n  webhook: {url: 'ftp://x'}\n", "alerts.webhook.url must be an http://"},
       {"alerts:\n  webhook: {url: 'http://'}\n", "alerts.webhook.url must be"},
-      {"alerts:\n  budget: {for: 1m}\n", "unknown key 'alerts.budget.for'"},
-      {"alerts: [1]\n", "c.yaml:1: alerts must be a map"},
+      {"alerts:\n  budget: {for: 1m}\n", "unknown field \"alerts.budget.for\""},
+      {"alerts: [1]\n", "c.yaml:1:9: alerts must be a mapping of name: value, got a list"},
       {"alerts:\n  keepResolved: 1.5\n", "alerts.keepResolved must be a whole number"},
       {"alerts:\n  memoryLeak: {window: 10ms}\n", "alerts.memoryLeak.window must be"},
-      {"alerts:\n  enabled: maybe\n", "alerts.enabled must be true or false, got 'maybe'"},
+      {"alerts:\n  enabled: maybe\n", "alerts.enabled must be true or false, got \"maybe\""},
+      {"alerts:\n  enabled: yes\n", "alerts.enabled must be true or false, got \"yes\""},
+      {"alerts:\n  idle: {idleMinutes: 5, for: 1m}\n",
+       "alerts.idle.idleMinutes and alerts.idle.for set the same time; give only one"},
+      {"alerts:\n  keepResolved: 0x10\n", "alerts.keepResolved must be a whole number"},
   };
   for (const auto& [text, expect] : cases) {
     auto c = parse_server_config(text, "c.yaml");

@@ -790,7 +790,7 @@ class Alerts(unittest.TestCase):
 
     def test_bad_alerts_config_is_refused_with_file_and_line(self):
         for text, expect in [("alerts:\n  idle: {idleFor: soon}\n", "alerts.idle.idleFor must be a duration"),
-                             ("alerts:\n  bogus: 1\n", "unknown key 'alerts.bogus'"),
+                             ("alerts:\n  bogus: 1\n", 'unknown field "alerts.bogus"'),
                              ("alerts:\n  webhook: {url: ftp://x}\n", "alerts.webhook.url must be")]:
             s = harness.Server(config=text)
             with self.assertRaises(RuntimeError) as ctx:

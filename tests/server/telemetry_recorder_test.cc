@@ -300,9 +300,11 @@ TEST(TelemetryConfig, ParsesKeysWithDefaultsAndPreciseErrors) {
   EXPECT_EQ(d->telemetry.retention_days, 30);
   auto bad = parse_server_config("telemetry:\n  ringSamples: many\n", "c.yaml");
   EXPECT_EQ(bad.status().message(),
-            "c.yaml:2: telemetry.ringSamples must be a whole number in 1..1000000, got 'many'");
+            "c.yaml:2:16: telemetry.ringSamples must be a whole number from 1 to 1000000, got "
+            "\"many\"");
   bad = parse_server_config("telemetry: {intervl: 1}\n", "c.yaml");
-  EXPECT_NE(bad.status().message().find("unknown key 'telemetry.intervl'; allowed: interval"),
+  EXPECT_NE(bad.status().message().find(
+                "unknown field \"telemetry.intervl\" (did you mean \"interval\"?"),
             std::string::npos)
       << bad.status().message();
   bad = parse_server_config("telemetry: {interval: 0}\n", "c.yaml");

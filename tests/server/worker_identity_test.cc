@@ -92,7 +92,10 @@ TEST(WorkersConfig, AnUnknownUserIsAnErrorWithFileAndLine) {
     EXPECT_NE(c.status().message().find("uidRange must be FIRST-LAST"), std::string::npos) << bad;
   }
   c = parse_server_config("workers: {users: auto}\n", "c.yaml");
-  EXPECT_NE(c.status().message().find("unknown key 'workers.users'"), std::string::npos);
+  EXPECT_NE(c.status().message().find(
+                "c.yaml:1:11: unknown field \"workers.users\" (did you mean \"user\"?"),
+            std::string::npos)
+      << c.status().message();
 }
 
 TEST(WorkerIdentities, EachTeamKeepsItsOwnUidAcrossRestarts) {
