@@ -12,7 +12,9 @@ constexpr std::array<PolicyTraits, 7> kPolicies{{
      QueueOrderKind::Arrival, VictimRule::None, true, false},
     {"backfill", "FIFO with EASY backfill on runtime limits (Slurm's default)",
      QueueOrderKind::Arrival, VictimRule::None, false, true},
-    {"srtf", "oracle shortest remaining time first, preemptive (upper bound for average JCT)",
+    {"srtf",
+     "shortest remaining time first, preemptive (the simulator's oracle: an upper bound for "
+     "average JCT; the server's: what is left of each job's time limit)",
      QueueOrderKind::RemainingTime, VictimRule::LongerRemaining, false, false},
     {"tiresias", "Tiresias 2D-LAS (2D-Gittins with a GPU-time prior), preemptive",
      QueueOrderKind::Tiresias, VictimRule::LowerServiceQueue, false, false},

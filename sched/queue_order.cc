@@ -260,11 +260,29 @@ std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig&
     if (!running || cfg.goodput.round <= Duration(0)) return std::nullopt;
     return snap.now + cfg.goodput.round;
   }
-  if (!traits.is_ok() || traits->order != QueueOrderKind::Tiresias) return std::nullopt;
+  if (!traits.is_ok()) return std::nullopt;
   std::optional<Time> best;
   auto consider = [&](Time t) {
     if (t > snap.now && (!best || t < *best)) best = t;
   };
+  // A preemptive policy may preempt a running job once its minimum run time is over: while jobs
+  // wait, the end of the earliest protection is a decision time (a driver that plans on events
+  // alone would otherwise see it only at the next arrival or finish). Not yet for Tiresias:
+  // planning at those moments lets jobs ranked below a starvation-promoted one preempt victims
+  // whose GPUs then go to it or back to the victims, over and over (the Sia workload-1 cycle,
+  // docs/simulator.md); the server, which plans every second, is exposed to it.
+  if (traits->victims != VictimRule::None && traits->order != QueueOrderKind::Tiresias &&
+      cfg.min_runtime > Duration(0)) {
+    const bool waiting = std::any_of(snap.jobs.begin(), snap.jobs.end(),
+                                     [](const SnapshotJob& j) { return !j.is_running(); });
+    if (waiting) {
+      for (const SnapshotJob& job : snap.jobs) {
+        if (job.phase == JobPhase::Running && job.preemptible)
+          consider(job.started + cfg.min_runtime);
+      }
+    }
+  }
+  if (traits->order != QueueOrderKind::Tiresias) return best;
   for (const SnapshotJob& job : snap.jobs) {
     if (job.is_running()) {
       const double rate = gpus_held(job);

@@ -51,9 +51,10 @@ int tiresias_queue(const SnapshotJob& job, Time now, const TiresiasConfig& cfg);
 std::vector<int> rank_jobs(const Snapshot& snap, const PolicyConfig& cfg, QueueOrderKind order,
                            bool include_running);
 
-// The earliest future time at which the policy's order changes without any event (a running
-// job crossing a Tiresias threshold, a waiting job reaching the starvation limit); drivers
-// call plan() again then. nullopt when the order only changes on events.
+// The earliest future time at which the policy's decisions may change without any event (a
+// running job crossing a Tiresias threshold, a waiting job reaching the starvation limit, a
+// running job's minimum run time ending while others wait, a goodput round); drivers call
+// plan() again then. nullopt when they only change on events.
 std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig& cfg);
 
 }  // namespace trainyard::sched

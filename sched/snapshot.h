@@ -129,12 +129,14 @@ struct SnapshotJob {
   uint64_t gpu_model_mask = 0;  // allowed models (bits over gpu_models); 0 = any
   model::Labels node_selector;
   Time submitted{};
-  Time queued_since{};                    // entered Pending last (submission or requeue)
-  Time started{};                         // start of the current attempt (Running/Preempting)
-  Duration attained_gpu_time{0};          // GPU-time received so far, all attempts, up to `now`
-  Duration last_run{0};                   // length of the most recent attempt that ended
-  Duration runtime_limit{0};              // user's limit/estimate for one attempt; 0 = none
-  Duration remaining = kUnknownDuration;  // oracle remaining run time (simulator only)
+  Time queued_since{};            // entered Pending last (submission or requeue)
+  Time started{};                 // start of the current attempt (Running/Preempting)
+  Duration attained_gpu_time{0};  // GPU-time received so far, all attempts, up to `now`
+  Duration last_run{0};           // length of the most recent attempt that ended
+  Duration runtime_limit{0};      // user's limit/estimate for one attempt; 0 = none
+  // Remaining run time: the simulator's oracle; the server's estimate from the job's time limit
+  // (runtime_limit less the attempt's run time); unknown otherwise.
+  Duration remaining = kUnknownDuration;
   // What a preemption would lose: work since the newest checkpoint of the current attempt.
   // Periodic checkpoints every `checkpoint_interval` of run time (the spec's, or the
   // simulator's model), and/or the commit time of the newest checkpoint seen on disk (the server

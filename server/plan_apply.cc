@@ -62,6 +62,13 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       sj.measured.push_back({.workers = workers, .steps_per_second = pace});
     sj.queued_since = job.rec.queued_since;
     sj.attained_gpu_time = job.rec.attained_gpu_time;
+    // What is left of the job's own time limit: the server's estimate of its remaining run time
+    // (the simulator knows it), which srtf orders by. Unknown without a limit.
+    if (sj.runtime_limit > util::Duration(0)) {
+      sj.remaining = running
+                         ? std::max(util::Duration(0), sj.runtime_limit - (now - job.rec.started))
+                         : sj.runtime_limit;
+    }
     if (running) {
       sj.phase =
           job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;

@@ -125,6 +125,31 @@ TEST(NextDecisionTime, NoneWhenOrderChangesOnlyOnEvents) {
   EXPECT_EQ(next_decision_time(c.build(), tiresias()), std::nullopt);
 }
 
+TEST(NextDecisionTime, AMinimumRunTimeEndingWhileJobsWaitIsADecisionTime) {
+  // Job 1 started at 400: under a preemptive policy it may be preempted from 400 + 300 s on.
+  auto b = SnapshotForTest().now(500).node("n1", 8, "H100");
+  b.running(1, {.gpus = 8}, {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}});
+  b.raw().jobs.back().started = util::from_seconds(400);
+  b.pending(2, {.gpus = 8, .priority = 1000});
+  PolicyConfig priority;
+  priority.name = "priority";
+  EXPECT_EQ(next_decision_time(b.build(), priority), util::from_seconds(700));
+  // Not for a job that may not be preempted, nor with nothing waiting, nor under a policy that
+  // never preempts, nor with no minimum run time.
+  auto c = b;
+  c.raw().jobs.front().preemptible = false;
+  EXPECT_EQ(next_decision_time(c.build(), priority), std::nullopt);
+  auto d = SnapshotForTest().now(500).node("n1", 8, "H100");
+  d.running(1, {.gpus = 8}, {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}});
+  d.raw().jobs.back().started = util::from_seconds(400);
+  EXPECT_EQ(next_decision_time(d.build(), priority), std::nullopt);
+  PolicyConfig backfill;
+  backfill.name = "backfill";
+  EXPECT_EQ(next_decision_time(b.build(), backfill), std::nullopt);
+  priority.min_runtime = util::Duration(0);
+  EXPECT_EQ(next_decision_time(b.build(), priority), std::nullopt);
+}
+
 TEST(RankJobs, TiesBreakBySubmitTimeThenIdNotVectorOrder) {
   auto b = SnapshotForTest().node("n1", 8, "H100");
   b.pending(9, {.submitted = 5}).pending(4, {.submitted = 5}).pending(7, {.submitted = 1});
