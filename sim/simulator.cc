@@ -249,13 +249,18 @@ class Simulation {
     if (fleet_ || finished_ == static_cast<int64_t>(jobs_.size())) return util::Status::ok();
     const Time since = std::max(last_progress_, std::min(now, last_arrival_));
     if (now - since <= stall_limit_) return util::Status::ok();
+    const bool preempted = !stopped_.empty();
     return util::internal_error(fmt::format(
         "no job finished or saved a checkpoint for {:.1f} simulated days (since t={:.0f}s), so "
-        "the run cannot end; {}. Jobs preempted again and again before they checkpoint point to "
-        "a preemption cycle in policy '{}' (try --min-runtime, or --checkpoint-interval below "
-        "it)",
+        "the run cannot end; {}. {}",
         util::to_seconds(now - since) / 86400.0, util::to_seconds(since - Time{}), culprits(),
-        opts_.policy.name));
+        preempted ? fmt::format("Jobs preempted again and again before they checkpoint point to "
+                                "a preemption cycle in policy '{}' (try --min-runtime, or "
+                                "--checkpoint-interval below it)",
+                                opts_.policy.name)
+                  : std::string("No job was preempted since then: the jobs left wait for "
+                                "capacity that does not come free, or run longer than the "
+                                "watchdog's limit")));
   }
 
   // The jobs preempted most since the last progress, or the pending and running ones.

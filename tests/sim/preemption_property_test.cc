@@ -151,6 +151,28 @@ TEST(PreemptionProperty, WatchdogNamesTheJobsOfAPreemptionCycle) {
   EXPECT_NE(m.find("times)"), std::string::npos) << m;
 }
 
+// A run cut short by a stall limit of a minute after the last arrival, at a moment when no job
+// was preempted since the last progress: the watchdog lists the jobs left and does not blame a
+// preemption cycle.
+TEST(PreemptionProperty, WatchdogBlamesNoPreemptionCycleWhenNoJobWasPreempted) {
+  if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
+  TraceOptions t;
+  t.max_jobs = 127;
+  auto w = load_trace("auto", kSia, t);
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  as_rigid_server_gangs(*w);
+  SimOptions o;
+  o.policy.name = "fifo";
+  o.stall_limit = util::seconds(60);
+  auto r = simulate(*w, sia_cluster(), o);
+  ASSERT_FALSE(r.is_ok());
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("no job finished or saved a checkpoint for"), std::string::npos) << m;
+  EXPECT_NE(m.find("unfinished jobs: job "), std::string::npos) << m;
+  EXPECT_NE(m.find("No job was preempted since then"), std::string::npos) << m;
+  EXPECT_EQ(m.find("preemption cycle"), std::string::npos) << m;
+}
+
 TEST(PreemptionProperty, WatchdogStopsAClockThatDoesNotMove) {
   // A clock that stops is a scheduler bug no workload here produces, so this checks the check
   // itself: with a limit of 0 rounds it fires at the first event time and names the jobs.
