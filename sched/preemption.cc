@@ -157,6 +157,16 @@ PreemptResult preempt_for(PlanContext& ctx, int job_idx) {
       }
     }
     future = place(job, ctx.state, opts).placement;
+    // GPUs freed for this job that a job promoted for starvation (ranked ahead, waiting) could
+    // use would go to it instead once the victims stop, and this job would preempt again: a
+    // cycle in which no one runs long enough to checkpoint. Then it does not preempt.
+    for (int other : ctx.promoted_waiting) {
+      const SnapshotJob& o = ctx.snap.jobs[other];
+      if (place(o, ctx.state, ctx.place_options(o)).fit == Fit::Fits) {
+        fits = false;
+        break;
+      }
+    }
   }
   // Restore the state: everything released goes back (it holds its GPUs until it stops).
   for (size_t k = 0; k < released.size(); ++k) {

@@ -267,12 +267,8 @@ std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig&
   };
   // A preemptive policy may preempt a running job once its minimum run time is over: while jobs
   // wait, the end of the earliest protection is a decision time (a driver that plans on events
-  // alone would otherwise see it only at the next arrival or finish). Not yet for Tiresias:
-  // planning at those moments lets jobs ranked below a starvation-promoted one preempt victims
-  // whose GPUs then go to it or back to the victims, over and over (the Sia workload-1 cycle,
-  // docs/simulator.md); the server, which plans every second, is exposed to it.
-  if (traits->victims != VictimRule::None && traits->order != QueueOrderKind::Tiresias &&
-      cfg.min_runtime > Duration(0)) {
+  // alone would otherwise see it only at the next arrival or finish).
+  if (traits->victims != VictimRule::None && cfg.min_runtime > Duration(0)) {
     const bool waiting = std::any_of(snap.jobs.begin(), snap.jobs.end(),
                                      [](const SnapshotJob& j) { return !j.is_running(); });
     if (waiting) {

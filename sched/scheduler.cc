@@ -82,6 +82,11 @@ class Walk {
       }
     }
     if (ctx_.traits.strict_fifo) blocker_ = job.id;
+    if (ctx_.traits.order == QueueOrderKind::Tiresias && ctx_.promoted_waiting.size() < 8 &&
+        tiresias_queue(job, ctx_.snap.now, ctx_.cfg.tiresias) <
+            tiresias_service_queue(job, ctx_.cfg.tiresias)) {
+      ctx_.promoted_waiting.push_back(idx);
+    }
     if (ctx_.traits.backfill && !backfill_) {
       backfill_.emplace(ctx_, idx);
       if (backfill_->active()) ctx_.plan.reservation = {job.id, backfill_->shadow()};

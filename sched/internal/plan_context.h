@@ -55,6 +55,10 @@ struct PlanContext {
   FitMemo preempt_memo;
   std::vector<int32_t> rank_of;    // per job index; running jobs too for preemptive policies
   std::vector<uint8_t> condemned;  // per job index: chosen as a victim in this plan
+  // Tiresias: jobs promoted for starvation that wait for capacity, in rank order (at most a
+  // few). They rank ahead of every job after them for GPUs that come free, so no later job may
+  // preempt victims whose GPUs one of them would take (preemption.cc).
+  std::vector<int> promoted_waiting;
   VictimOrder victim_order;
   std::vector<int> started_idx;  // job index of each plan.starts entry
   int victim_searches = 0;       // searches made, against cfg.max_victim_searches
