@@ -120,6 +120,15 @@ void as_rigid_server_gangs(Workload& w) {
   }
 }
 
+// The first `max_jobs` jobs of the Sia workload, as rigid server gangs.
+util::Result<Workload> sia_rigid_gangs(int64_t max_jobs) {
+  TraceOptions t;
+  t.max_jobs = max_jobs;
+  auto w = load_trace("auto", kSia, t);
+  if (w.is_ok()) as_rigid_server_gangs(*w);
+  return w;
+}
+
 TEST(PreemptionProperty, TiresiasFinishesTheSiaWorkloadThatUsedToLivelock) {
   if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
   auto w = load_trace("auto", kSia, TraceOptions{});
@@ -138,11 +147,8 @@ TEST(PreemptionProperty, TiresiasFinishesTheSiaWorkloadThatUsedToLivelock) {
 // now finishes.
 TEST(PreemptionProperty, TiresiasWithoutAMinimumRunTimeFinishesTheWorkloadThatCycled) {
   if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
-  TraceOptions t;
-  t.max_jobs = 127;
-  auto w = load_trace("auto", kSia, t);
+  auto w = sia_rigid_gangs(127);
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
-  as_rigid_server_gangs(*w);
   SimOptions o;
   o.policy.name = "tiresias";
   o.policy.min_runtime = util::Duration(0);
@@ -183,14 +189,11 @@ TEST(PreemptionProperty, WatchdogNamesTheJobsPreemptedSinceTheLastProgress) {
 // preemption cycle.
 TEST(PreemptionProperty, WatchdogBlamesNoPreemptionCycleWhenNoJobWasPreempted) {
   if (!std::filesystem::exists(kSia)) GTEST_SKIP() << kSia << " is not here";
-  TraceOptions t;
-  t.max_jobs = 127;
-  auto w = load_trace("auto", kSia, t);
+  auto w = sia_rigid_gangs(127);
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
-  as_rigid_server_gangs(*w);
   SimOptions o;
   o.policy.name = "fifo";
-  o.stall_limit = util::seconds(3600);
+  o.stall_limit = util::seconds(60);
   auto r = simulate(*w, sia_cluster(), o);
   ASSERT_FALSE(r.is_ok());
   const std::string& m = r.status().message();
