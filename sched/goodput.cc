@@ -18,7 +18,9 @@
 //      and restarts from its checkpoint at the new size, but only when its modelled speed
 //      rises by restart_gain or more (a restart costs the grace period and the restart delay)
 //      or when its GPUs go to others; pending jobs are placed (packed on the fewest nodes of
-//      their type) in that order.
+//      their type) in that order. Passes 1-2 count GPUs only, so a running job grows or moves
+//      only to a gang that fits the free nodes (CPU, memory, fragments), at most the largest
+//      one that does: a restart that could only place what it has would recur every plan.
 // Running jobs are only moved at checkpoints: within min_runtime of their start, or more than
 // a round after their newest checkpoint, they keep what they hold (passes 1-2 work around
 // them). A job that never checkpoints is never moved once started, nor is a rigid job.
@@ -94,6 +96,7 @@ class Goodput {
   void run() {
     collect();
     ClusterState what_if(snap_);
+    what_if_ = &what_if;
     for (const Candidate& c : cands_) {
       if (c.running && !c.locked) {
         const SnapshotJob& j = snap_.jobs[c.idx];
@@ -109,6 +112,7 @@ class Goodput {
     base_pass();
     growth_pass();
     realise();
+    what_if_ = nullptr;
   }
 
  private:
@@ -373,6 +377,12 @@ class Goodput {
       if (!c.running || c.locked) continue;
       const SnapshotJob& j = snap_.jobs[c.idx];
       if (c.model == c.cur_model && c.workers == c.cur_workers) continue;
+      if (c.model >= 0 && (c.model != c.cur_model || c.workers > c.cur_workers)) {
+        // Passes 1-2 count GPUs only: the gang it would restart with must fit them (CPU,
+        // memory, fragments), else the restart places what it has again, and so on each plan.
+        c.workers = fitting_workers(j, c.model, c.workers);
+        if (c.workers == 0 || (c.model == c.cur_model && c.workers <= c.cur_workers)) continue;
+      }
       if (c.model == c.cur_model && c.workers > c.cur_workers) {
         const double gain =
             speed(j, c.model, c.workers).first / speed(j, c.cur_model, c.cur_workers).first;
@@ -425,6 +435,20 @@ class Goodput {
             {j.id, Stage::Placement, WaitCode::NoCapacityNow, j.gpu_share().value(), r.filter});
       }
     }
+  }
+
+  // The largest gang of `j`, from `want` workers down to its minimum, that fits GPUs of model
+  // `m` once every job that may move this plan has let go of its own (0: none fits).
+  int fitting_workers(const SnapshotJob& j, int m, int want) {
+    SnapshotJob shape = j;
+    shape.gpu_model_mask = uint64_t{1} << m;
+    PlaceOptions opts = place_options(j);
+    opts.strategy = PlacementStrategy::Pack;
+    for (int k = want; k >= min_workers(j); --k) {
+      shape.workers = k;
+      if (place(shape, *what_if_, opts).fit == Fit::Fits) return k;
+    }
+    return 0;
   }
 
   // Work conservation: a pending job that did not start where passes 1-2 put it (its gang did
@@ -542,6 +566,7 @@ class Goodput {
   std::vector<int64_t> leaving_;    // per GPU model: GPUs of jobs already stopping
   std::vector<int> others_;         // pending fractional, MIG and CPU-only jobs, same order
   std::vector<int64_t> free_;       // per GPU model: whole GPUs not yet given (passes 1-2)
+  const ClusterState* what_if_ = nullptr;  // run(): the cluster without the jobs that may move
   NodeSelectorIndex selectors_;
   MigProfileIndex migs_;
   std::map<const std::vector<bool>*, NodeGroups> groups_;
