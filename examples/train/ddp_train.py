@@ -33,6 +33,14 @@ Output: rank 0 prints progress, and with --out writes the final result as JSON, 
 without dropout). Each rank prints its node (SLURMD_NODENAME under Slurm) and the step it
 starts from: "ddp_train: rank 0/2 on node n1 (host h) attempt 2: resuming from step 40".
 
+Elastic runs (--global-batch G): every step trains on the next G samples of one global order,
+each rank on its contiguous G / WORLD_SIZE of them, so the step's averaged gradient is that of
+the same G samples whatever the world size, and a checkpoint resumes at any world size that
+divides G (examples/jobs/elastic-train.yaml: the goodput policy resizes the job between 1 and 4
+workers at its checkpoints). The trajectory then matches a run at another size up to the order
+of floating-point sums; a rank's dropout stream, which has no counterpart at another size, is
+seeded afresh from (seed, step, rank) when the size changes, and the job says so.
+
 Run it under trainyard: examples/jobs/ddp-slurm.yaml (2 workers on a Slurm executor). By hand,
 as two local processes on loopback (checkpoints in ./ddp-ckpt unless --checkpoint-dir or
 TRAINYARD_CHECKPOINT_DIR says otherwise):
@@ -74,9 +82,9 @@ def make_data(seed):
     return xs, ys
 
 
-def make_model():
+def make_model(dropout=0.1):
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.GELU(),
-                               torch.nn.Dropout(0.1), torch.nn.Linear(HIDDEN, HIDDEN),
+                               torch.nn.Dropout(dropout), torch.nn.Linear(HIDDEN, HIDDEN),
                                torch.nn.GELU(), torch.nn.Linear(HIDDEN, 1))
 
 
@@ -105,7 +113,14 @@ def main():
                     help="extra seconds per step, to stand in for a bigger model (and leave "
                          "time to be preempted)")
     ap.add_argument("--batch", type=int, default=32, help="samples per rank per step")
+    ap.add_argument("--global-batch", type=int, default=None,
+                    help="samples per step over all ranks, split evenly among them: the run "
+                         "may then resume at any world size that divides it (elastic jobs); "
+                         "replaces --batch")
     ap.add_argument("--lr", type=float, default=1e-2)
+    ap.add_argument("--dropout", type=float, default=0.1,
+                    help="dropout probability (0: an elastic run then follows the same "
+                         "trajectory at every world size, up to the order of sums)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--checkpoint-every", type=int, default=20,
                     help="steps between background checkpoints (0: only on a notice and at the "
@@ -128,6 +143,13 @@ def main():
     node = os.environ.get("SLURMD_NODENAME") or "-"
     tag = "ddp_train: rank %d/%d" % (rank, world)
 
+    elastic = args.global_batch is not None
+    if elastic and (args.global_batch < 1 or args.global_batch % world):
+        raise SystemExit("%s: --global-batch %d does not split evenly among %d workers; choose "
+                         "a global batch that every worker count from the job's minWorkers to "
+                         "its maxWorkers divides" % (tag, args.global_batch, world))
+    per_rank = args.global_batch // world if elastic else args.batch
+
     # One thread and deterministic kernels: the same inputs give the same bits every time.
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -136,10 +158,12 @@ def main():
 
     xs, ys = make_data(args.seed)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
-    model = make_model()
+    model = make_model(args.dropout)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, args.steps))
-    sampler = trainyard.ResumableSampler(N, seed=args.seed, rank=rank, world_size=world)
+    # Elastic: one global order on every rank, each takes its slice of each global batch.
+    sampler = (trainyard.ResumableSampler(N, seed=args.seed) if elastic else
+               trainyard.ResumableSampler(N, seed=args.seed, rank=rank, world_size=world))
     torch.manual_seed(args.seed * 1000 + rank + 1)  # dropout: each rank its own stream
 
     # Rank 0 chooses the checkpoint (the newest that verifies) and tells the others its step.
@@ -161,15 +185,26 @@ def main():
             raise SystemExit("%s: checkpoint step %d is unusable: %s"
                              % (tag, chosen.item(), problem))
         state = torch_state.restore(ck, model=model, optimizer=opt, scheduler=sched)
-        if state["data"]["world_size"] != world:
+        saved_gb = state["extra"].get("global_batch")
+        saved_world = len(state["extra"]["torch_rng"])
+        if saved_gb != args.global_batch:
+            raise SystemExit("%s: checkpoint step %d was written with --global-batch %s; "
+                             "resuming with %s would change the run"
+                             % (tag, chosen.item(), saved_gb, args.global_batch))
+        if not elastic and saved_world != world:
             raise SystemExit("%s: checkpoint was written with world size %d; resuming with %d "
-                             "would not reproduce the run" % (tag, state["data"]["world_size"],
-                                                             world))
+                             "would not reproduce the run (use --global-batch for a run that "
+                             "may change size)" % (tag, saved_world, world))
         step = state["step"]
         sampler.load(state["data"])
-        torch.set_rng_state(state["extra"]["torch_rng"][rank])
         loss_avg = state["extra"]["loss"]
         what = "resuming from step %d" % step
+        if saved_world == world:
+            torch.set_rng_state(state["extra"]["torch_rng"][rank])
+        else:
+            torch.manual_seed(args.seed * 1000003 + step * 1009 + rank + 1)
+            what += " (world size %d -> %d: each rank's dropout stream seeded afresh)" % (
+                saved_world, world)
     else:
         what = "starting from step 0"
     print("%s on node %s (host %s) attempt %d: %s of %d" % (
@@ -186,7 +221,8 @@ def main():
         if rank == 0:
             files = torch_state.state_files(model=model, optimizer=opt, scheduler=sched,
                                             step=step, data=sampler.state(),
-                                            extra={"torch_rng": gathered, "loss": loss_avg},
+                                            extra={"torch_rng": gathered, "loss": loss_avg,
+                                                   "global_batch": args.global_batch},
                                             buffers=buffers)
             mgr.save(step, files, background=background)
 
@@ -208,9 +244,10 @@ def main():
         while True:
             if it is None:
                 it = iter(sampler)  # moves to the next epoch once this one is used up
-            batch = [i for _, i in zip(range(args.batch), it)]
-            if len(batch) == args.batch:
-                return batch
+            want = args.global_batch if elastic else args.batch
+            batch = [i for _, i in zip(range(want), it)]
+            if len(batch) == want:
+                return batch[rank * per_rank:(rank + 1) * per_rank] if elastic else batch
             it = None  # end of the epoch; a short remainder is dropped
 
     start_step = step
