@@ -34,6 +34,12 @@ import time
 log = logging.getLogger("trainyard")
 
 COMPRESSIONS = ("none", "fp16", "bf16", "powersgd")
+# Added to each column's norm when PowerSGD orthogonalizes P and Q. torch's default, 0, divides
+# by zero when a matrix's gradient is all zero in a step (a branch scaled by zero, a frozen or
+# unused layer under find_unused_parameters): the column becomes NaN, and the NaN reaches the
+# weights at the next step. 1e-8 is the value torch's documentation suggests; gradient columns
+# have norms far above it, and error feedback keeps what the slight shrink leaves out.
+POWERSGD_EPSILON = 1e-8
 STATE_FORMAT = "trainyard-powersgd"
 _BY_HAND = ("torchrun and trainyard set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and "
             "MASTER_PORT; srun sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID")
@@ -369,7 +375,8 @@ def wrap(model, compression="none", powersgd_rank=1, powersgd_start_iter=10,
         state = powerSGD_hook.PowerSGDState(
             process_group=group, matrix_approximation_rank=powersgd_rank,
             start_powerSGD_iter=powersgd_start_iter,
-            min_compression_rate=powersgd_min_compression_rate, random_seed=powersgd_seed)
+            min_compression_rate=powersgd_min_compression_rate, random_seed=powersgd_seed,
+            orthogonalization_epsilon=POWERSGD_EPSILON)
         hook = powerSGD_hook.powerSGD_hook
     else:
         state = group
