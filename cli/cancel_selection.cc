@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/cancel_selection.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
@@ -16,12 +17,10 @@
 namespace trainyard::cli {
 namespace {
 
-using nlohmann::json;
-
 int cancel_one(ApiClient& api, int64_t id, const std::string& name) {
-  auto r = api.del(fmt::format("/api/v1/jobs/{}", id));
+  auto r = delete_view<model::JobView>(api, fmt::format("/api/v1/jobs/{}", id));
   if (!r.is_ok()) return report("cancel", r.status());
-  const bool stopping = r->contains("stopping");
+  const bool stopping = r->stopping.has_value();
   std::cout << fmt::format(
       "job {}{} {}\n", id, name.empty() ? "" : " (" + name + ")",
       stopping ? "cancelling (notice sent; stops within its grace period)" : "cancelled");
@@ -29,7 +28,7 @@ int cancel_one(ApiClient& api, int64_t id, const std::string& name) {
 }
 
 // --all: "yes" typed on a terminal, or --yes; never a silent yes from a pipe.
-bool confirmed(const json& targets, bool yes) {
+bool confirmed(const std::vector<model::JobView>& targets, bool yes) {
   if (yes) return true;
   if (::isatty(STDIN_FILENO) == 0) {
     std::fprintf(stderr,
@@ -39,8 +38,8 @@ bool confirmed(const json& targets, bool yes) {
     return false;
   }
   for (const auto& j : targets)
-    std::cerr << fmt::format("  job {} ({}, team {}, {})\n", cell(j["id"]), cell(j["name"]),
-                             cell(j["team"]), cell(j["state"]));
+    std::cerr << fmt::format("  job {} ({}, team {}, {})\n", j.id, j.name, j.team,
+                             model::job_state_name(j.state));
   std::cerr << fmt::format("Cancel these {} job(s)? [y/N] ", targets.size()) << std::flush;
   std::string answer;
   std::getline(std::cin, answer);
@@ -54,10 +53,9 @@ int cancel_matching(ApiClient& api, const CancelSelection& o) {
   if (!query.is_ok()) return report("cancel", query.status());
   auto jobs = list_all_jobs(api, *query);
   if (!jobs.is_ok()) return report("cancel", jobs.status());
-  json targets = json::array();
+  std::vector<model::JobView> targets;
   for (const auto& j : *jobs) {
-    auto st = model::parse_job_state(j.value("state", ""));
-    if (st.is_ok() && !model::is_terminal(*st)) targets.push_back(j);
+    if (!model::is_terminal(j.state)) targets.push_back(j);
   }
   if (targets.empty()) {
     std::cerr << (o.all ? "no unfinished jobs to cancel\n"
@@ -67,7 +65,7 @@ int cancel_matching(ApiClient& api, const CancelSelection& o) {
   if (o.all && !confirmed(targets, o.yes)) return kExitBadInput;
   int rc = kExitOk;
   for (const auto& j : targets) {
-    const int one = cancel_one(api, j["id"].get<int64_t>(), j.value("name", ""));
+    const int one = cancel_one(api, j.id, j.name);
     if (one != kExitOk) rc = one;
     if (one == kExitUnreachable) break;
   }

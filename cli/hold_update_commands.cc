@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/api_calls.h"
 #include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
@@ -17,7 +18,7 @@ namespace {
 // `done` for each; returns the exit code of the last failure, or 0.
 int for_each_job(ApiClient& api, const std::vector<std::string>& refs, const std::string& verb,
                  const std::string& action, const std::string& body,
-                 const std::function<std::string(const nlohmann::json&)>& done) {
+                 const std::function<std::string(const model::JobView&)>& done) {
   int rc = kExitOk;
   for (const auto& ref : refs) {
     auto id = resolve_job(api, ref);
@@ -25,7 +26,7 @@ int for_each_job(ApiClient& api, const std::vector<std::string>& refs, const std
       rc = report(verb, id.status());
       continue;
     }
-    auto r = api.post(fmt::format("/api/v1/jobs/{}/{}", *id, action), body, "application/json");
+    auto r = post_view<model::JobView>(api, fmt::format("/api/v1/jobs/{}/{}", *id, action), body);
     if (!r.is_ok()) {
       rc = report(verb, r.status());
       if (rc == kExitUnreachable) return rc;
@@ -49,7 +50,7 @@ Runner add_hold(CLI::App& app) {
   return [o] {
     ApiClient api(o->client);
     return for_each_job(api, o->jobs, "hold", "hold", "{}",
-                        [](const nlohmann::json&) { return std::string("held"); });
+                        [](const model::JobView&) { return std::string("held"); });
   };
 }
 
@@ -66,7 +67,7 @@ Runner add_release(CLI::App& app) {
   return [o] {
     ApiClient api(o->client);
     return for_each_job(api, o->jobs, "release", "release", "{}",
-                        [](const nlohmann::json&) { return std::string("released"); });
+                        [](const model::JobView&) { return std::string("released"); });
   };
 }
 
@@ -89,8 +90,8 @@ Runner add_update(CLI::App& app) {
                         "--priority must be low, normal or high, got '{}'", o->priority)));
     ApiClient api(o->client);
     const std::string body = nlohmann::json{{"priorityClass", o->priority}}.dump();
-    return for_each_job(api, o->jobs, "update", "update", body, [o](const nlohmann::json& j) {
-      return fmt::format("priority class {} (priority {})", o->priority, cell(j["priority"]));
+    return for_each_job(api, o->jobs, "update", "update", body, [o](const model::JobView& j) {
+      return fmt::format("priority class {} (priority {})", o->priority, j.priority);
     });
   };
 }

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/cancel_selection.h"
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -25,54 +26,65 @@ namespace {
 
 using nlohmann::json;
 
-std::string gpus_cell(const json& job) {
-  const json& limits = job.value("resources", json::object());
-  const int workers = job.value("workers", 1);
+// "2", "4x2", "0.5", "1g.10gb": what each worker asks for, times the workers.
+std::string gpus_cell(const model::JobView& job) {
+  if (!job.request) return "0";
+  const model::WorkerRequest& w = job.request->resources;
   std::string per;
-  for (const auto& [k, v] : limits.items()) {
-    if (k == "nvidia.com/gpu") per = cell(v);
-    if (k.rfind("nvidia.com/mig-", 0) == 0) per = k.substr(11);
+  if (!w.mig_profile.empty()) {
+    per = w.mig_profile;
+  } else if (w.gpu_milli.value() > 0 && w.gpus == 0) {
+    // As the spec writes the fraction: 0.5, 0.25.
+    per = json(static_cast<double>(w.gpu_milli.value()) / model::kMilliPerGpu).dump();
+  } else if (w.gpus > 0) {
+    per = std::to_string(w.gpus);
   }
-  if (per.empty() || per == "0") return "0";
+  if (per.empty()) return "0";
+  const int workers = job.request->workers;
   return workers > 1 ? fmt::format("{}x{}", workers, per) : per;
 }
 
-std::string node_cell(const json& job) {
-  const json& p = job.value("placement", json::array());
-  if (p.empty()) return "-";
+std::string node_cell(const model::JobView& job) {
+  if (job.placement.empty()) return "-";
   std::string gpus;
-  for (const auto& a : p) {
-    if (a.value("gpu", -1) < 0) continue;
-    gpus += (gpus.empty() ? "" : ",") + std::to_string(a.value("gpu", -1));
+  for (const auto& a : job.placement) {
+    if (a.gpu < 0) continue;
+    gpus += (gpus.empty() ? "" : ",") + std::to_string(a.gpu);
   }
-  return p[0].value("node", "?") + (gpus.empty() ? "" : ":" + gpus);
+  return job.placement[0].node + (gpus.empty() ? "" : ":" + gpus);
 }
 
-int print_jobs(const json& items, const std::string& output) {
-  if (print_names(items, output, "job", "id")) return kExitOk;
-  if (output == "json") {
-    std::cout << items.dump(2) << "\n";
+const std::string& waiting_or_reason(const model::JobView& job) {
+  return job.waiting ? *job.waiting : job.reason;
+}
+
+// `raw` is what the server sent for `jobs`, printed as is for -o json and -o yaml.
+int print_jobs(const std::vector<model::JobView>& jobs, const json& raw,
+               const std::string& output) {
+  if (output == "name") {
+    for (const auto& j : jobs) std::cout << "job/" << j.id << "\n";
     return kExitOk;
   }
-  if (output == "yaml") {
-    std::cout << to_yaml(items);
-    return kExitOk;
-  }
+  if (print_structured(raw, output)) return kExitOk;
   const bool wide = output == "wide";
   std::vector<std::string> header = {"ID", "NAME", "TEAM", "STATE", "ATTEMPT", "GPUS", "AGE"};
   header.insert(header.end(), {"STEP", "RATE", "ETA"});  // progress_format.h
   if (wide) header.insert(header.end(), {"NODE:GPUS", "LABELS", "START", "REASON"});
   std::vector<std::vector<std::string>> rows;
-  for (const auto& j : items) {
-    std::vector<std::string> r = {cell(j["id"]),         cell(j["name"]),    cell(j["team"]),
-                                  cell(j["state"]),      cell(j["attempt"]), gpus_cell(j),
-                                  age_of(j["submitted"])};
-    for (auto& c : progress_cells(j)) r.push_back(std::move(c));
+  for (const auto& j : jobs) {
+    std::vector<std::string> r = {std::to_string(j.id),
+                                  j.name,
+                                  j.team,
+                                  std::string(model::job_state_name(j.state)),
+                                  std::to_string(j.attempt),
+                                  gpus_cell(j),
+                                  age_of(j.submitted)};
+    for (auto& c : progress_cells(j.progress)) r.push_back(std::move(c));
     if (wide) {
       r.push_back(node_cell(j));
-      r.push_back(labels_cell(j.value("labels", json::object())));
+      r.push_back(labels_cell(j.request ? j.request->labels : model::Labels{}));
       r.push_back(start_cell(j));
-      r.push_back(j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"]));
+      r.push_back(waiting_or_reason(j));
     }
     rows.push_back(std::move(r));
   }
@@ -82,20 +94,26 @@ int print_jobs(const json& items, const std::string& output) {
 
 // `ls --start`, as `squeue --start`: pending jobs with their estimated start, soonest first
 // (unknown ones last), and why they wait.
-int print_starts(json items, const std::string& output) {
-  auto key = [](const json& j) {
-    const json& at = j.value("estimatedStart", json());
-    return at.is_string() ? at.get<std::string>() : std::string("~");  // unknown sorts last
+int print_starts(const model::JobListView& list, const json& raw_items, const std::string& output) {
+  auto key = [](const model::JobView& j) {
+    const bool known = j.start_estimate && j.start_estimate->at;
+    return known ? *j.start_estimate->at : std::string("~");  // unknown sorts last
   };
-  std::vector<json> jobs(items.begin(), items.end());
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [&](const json& a, const json& b) { return key(a) < key(b); });
-  if (output != "") return print_jobs(json(jobs), output);
+  std::vector<size_t> order(list.items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return key(list.items[a]) < key(list.items[b]); });
+  std::vector<model::JobView> jobs;
+  json raw = json::array();
+  for (size_t i : order) {
+    jobs.push_back(list.items[i]);
+    raw.push_back(raw_items[i]);
+  }
+  if (output != "") return print_jobs(jobs, raw, output);
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
-    rows.push_back({cell(j["id"]), cell(j["name"]), cell(j["team"]), gpus_cell(j),
-                    age_of(j["submitted"]), start_cell(j),
-                    j.contains("waiting") ? cell(j["waiting"]) : cell(j["reason"])});
+    rows.push_back({std::to_string(j.id), j.name, j.team, gpus_cell(j), age_of(j.submitted),
+                    start_cell(j), waiting_or_reason(j)});
   }
   std::cout << render_table({"ID", "NAME", "TEAM", "GPUS", "AGE", "START", "REASON"}, rows);
   return kExitOk;
@@ -144,14 +162,16 @@ Runner add_submit(CLI::App& app) {
       // One key per file, kept across this file's retries only.
       const std::string key =
           o->idempotency_key.empty() ? new_idempotency_key() : o->idempotency_key;
-      auto r = api.post_idempotent("/api/v1/jobs?file=" + url_encode(label), ss.str(),
-                                   "application/yaml", key);
-      if (!r.is_ok()) {
-        rc = report("submit", r.status());
+      const std::string path = "/api/v1/jobs?file=" + url_encode(label);
+      auto r = api.post_idempotent(path, ss.str(), "application/yaml", key);
+      auto reply = r.is_ok() ? read_reply<model::SubmitReplyView>(*r, "POST " + path)
+                             : util::Result<model::SubmitReplyView>(r.status());
+      if (!reply.is_ok()) {
+        rc = report("submit", reply.status());
         if (rc == kExitUnreachable) return rc;
         continue;
       }
-      print_submitted(*r, o->quiet);
+      print_submitted(*reply, o->quiet);
     }
     return rc;
   };
@@ -201,19 +221,20 @@ Runner add_ls(CLI::App& app) {
     if (o->array > 0) q += fmt::format("&array={}", o->array);
     ApiClient api(o->client);
     if (o->watch) return watch_jobs(api, q, o->output);
-    auto r = api.get(q);
+    auto r = get_reply<model::JobListView>(api, q);
     if (!r.is_ok()) return report("ls", r.status());
-    if (o->start) return print_starts((*r)["items"], o->output);
-    return print_jobs((*r)["items"], o->output);
+    if (o->start) return print_starts(r->view, r->raw["items"], o->output);
+    return print_jobs(r->view.items, r->raw["items"], o->output);
   };
 }
 
 // Cancels every task of array `id`; returns the exit code so far (`rc`) or this failure's.
 int cancel_array(ApiClient& api, int64_t id, int rc) {
-  auto r = api.post(fmt::format("/api/v1/arrays/{}/cancel", id), "{}", "application/json");
+  auto r =
+      post_view<model::ArrayCancelView>(api, fmt::format("/api/v1/arrays/{}/cancel", id), "{}");
   if (!r.is_ok()) return report("cancel", r.status());
   std::cout << fmt::format("array {}: {} tasks cancelled, {} cancelling (notice sent)\n", id,
-                           (*r)["cancelled"].size(), (*r)["cancelling"].size());
+                           r->cancelled.size(), r->cancelling.size());
   return rc;
 }
 
@@ -247,12 +268,12 @@ Runner add_cancel(CLI::App& app) {
         rc = cancel_array(api, *id, rc);
         continue;
       }
-      auto r = api.del(fmt::format("/api/v1/jobs/{}", *id));
+      auto r = delete_view<model::JobView>(api, fmt::format("/api/v1/jobs/{}", *id));
       if (!r.is_ok()) {
         rc = report("cancel", r.status());
         continue;
       }
-      const bool stopping = r->contains("stopping");
+      const bool stopping = r->stopping.has_value();
       std::cout << fmt::format(
           "job {} {}\n", *id,
           stopping ? "cancelling (notice sent; stops within its grace period)" : "cancelled");
@@ -263,8 +284,9 @@ Runner add_cancel(CLI::App& app) {
 
 }  // namespace
 
-int print_job_list(const nlohmann::json& items, const std::string& output) {
-  return print_jobs(items, output);
+int print_job_list(const std::vector<model::JobView>& jobs, const nlohmann::json& raw,
+                   const std::string& output) {
+  return print_jobs(jobs, raw, output);
 }
 
 void add_job_commands(CLI::App& app, std::map<std::string, Runner>& runners) {

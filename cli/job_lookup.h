@@ -6,6 +6,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "model/api_views.h"
 
 namespace trainyard::cli {
 
@@ -21,8 +22,10 @@ Runner add_wait_command(CLI::App& app);  // wait_command.cc
 // "&tailLines=N&sinceSeconds=S" (or sinceTime) for logs --tail/--since (log_window.cc);
 // InvalidArgument naming the option for a bad --since.
 util::Result<std::string> log_window_query(const std::string& since, int64_t tail);
-// Prints jobs as `ls` does for -o `output` (job_commands.cc).
-int print_job_list(const nlohmann::json& items, const std::string& output);
+// Prints jobs as `ls` does for -o `output` (job_commands.cc); `raw` is the server's JSON of the
+// same jobs, printed as is for -o json and -o yaml.
+int print_job_list(const std::vector<model::JobView>& jobs, const nlohmann::json& raw,
+                   const std::string& output);
 // `ls --watch` of GET `query` (ls_watch.cc); returns when interrupted, 0.
 int watch_jobs(ApiClient& api, const std::string& query, const std::string& output);
 // hold, release and update (hold_update_commands.cc).

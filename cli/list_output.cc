@@ -33,4 +33,10 @@ std::string labels_cell(const nlohmann::json& labels) {
   return out.empty() ? "-" : out;
 }
 
+std::string labels_cell(const model::Labels& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace trainyard::cli

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/labels.h"
 #include "util/status.h"
 
 namespace trainyard::cli {
@@ -22,5 +23,6 @@ bool print_names(const nlohmann::json& items, const std::string& output, const s
                  const std::string& key);
 // "team=nlp,tier=batch", or "-" when there are none.
 std::string labels_cell(const nlohmann::json& labels);
+std::string labels_cell(const model::Labels& labels);
 
 }  // namespace trainyard::cli

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
@@ -35,28 +36,39 @@ void catch_stop_signals() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// Jobs as read (typed) with the server's JSON of each, which -o json and -o yaml print.
+struct Jobs {
+  std::vector<model::JobView> views;
+  json raw = json::array();
+  void add(model::JobView view, json j) {
+    views.push_back(std::move(view));
+    raw.push_back(std::move(j));
+  }
+};
+
 // What a change line is printed for: the state, the attempt, and a stop under way.
-std::string fingerprint(const json& job) {
-  return fmt::format("{}/{}/{}", cell(job["state"]), cell(job["attempt"]),
-                     job.contains("stopping") ? cell(job["stopping"]) : "");
+std::string fingerprint(const model::JobView& job) {
+  return fmt::format("{}/{}/{}", model::job_state_name(job.state), job.attempt,
+                     job.stopping.value_or(""));
 }
 
 // The jobs as ls prints them: the first list whole, then change rows laid out together with
 // the first list (`first`), so that their columns line up under its header, as kubectl's do.
-void print_jobs_in_watch(const json& jobs, const std::string& output, const json& first,
+void print_jobs_in_watch(const Jobs& jobs, const std::string& output, const Jobs& first,
                          bool whole) {
   if (output == "json" || output == "yaml") {
-    for (const auto& j : jobs) std::cout << (output == "json" ? j.dump(2) + "\n" : to_yaml(j));
+    for (const auto& j : jobs.raw) std::cout << (output == "json" ? j.dump(2) + "\n" : to_yaml(j));
     return;
   }
-  json all = first;
-  for (const auto& j : jobs) all.push_back(j);
+  Jobs all = first;
+  for (size_t i = 0; i < jobs.views.size(); ++i) all.add(jobs.views[i], jobs.raw[i]);
   std::ostringstream text;
   std::streambuf* const saved = std::cout.rdbuf(text.rdbuf());
-  print_job_list(all, output);
+  print_job_list(all.views, all.raw, output);
   std::cout.rdbuf(saved);
   std::string s = text.str();
-  size_t skip = whole ? 0 : output == "name" ? first.size() : first.size() + 1;  // + header
+  const size_t shown = first.views.size();
+  size_t skip = whole ? 0 : output == "name" ? shown : shown + 1;  // + header
   size_t pos = 0;
   while (skip-- > 0 && pos != std::string::npos) pos = s.find('\n', pos) + 1;
   std::cout << s.substr(pos) << std::flush;
@@ -69,17 +81,25 @@ bool sleep_unless_stopped(std::chrono::milliseconds total) {
   return !g_stop;
 }
 
+util::Result<Jobs> list(ApiClient& api, const std::string& query) {
+  TY_ASSIGN_OR_RETURN(auto r, get_reply<model::JobListView>(api, query));
+  Jobs out;
+  for (size_t i = 0; i < r.view.items.size(); ++i)
+    out.add(std::move(r.view.items[i]), std::move(r.raw["items"][i]));
+  return out;
+}
+
 // The jobs of `now` that are new or changed since `seen`, and those that left the list, fetched
 // again; `seen` is brought up to date.
-util::Result<json> changes(ApiClient& api, const json& now, std::map<int64_t, std::string>& seen) {
-  std::map<int64_t, json> changed;
+util::Result<Jobs> changes(ApiClient& api, const Jobs& now, std::map<int64_t, std::string>& seen) {
+  std::map<int64_t, std::pair<model::JobView, json>> changed;
   std::set<int64_t> listed;
-  for (const auto& j : now) {
-    const int64_t id = j["id"].get<int64_t>();
-    listed.insert(id);
-    if (std::string f = fingerprint(j); seen[id] != f) {
-      seen[id] = f;
-      changed[id] = j;
+  for (size_t i = 0; i < now.views.size(); ++i) {
+    const model::JobView& j = now.views[i];
+    listed.insert(j.id);
+    if (std::string f = fingerprint(j); seen[j.id] != f) {
+      seen[j.id] = f;
+      changed[j.id] = {j, now.raw[i]};
     }
   }
   for (auto it = seen.begin(); it != seen.end();) {
@@ -87,31 +107,31 @@ util::Result<json> changes(ApiClient& api, const json& now, std::map<int64_t, st
       ++it;
       continue;
     }
-    auto j = api.get(fmt::format("/api/v1/jobs/{}", it->first));
-    if (j.is_ok() && fingerprint(*j) != it->second) changed[it->first] = std::move(*j);
+    auto j = get_reply<model::JobView>(api, fmt::format("/api/v1/jobs/{}", it->first));
+    if (j.is_ok() && fingerprint(j->view) != it->second)
+      changed[it->first] = {std::move(j->view), std::move(j->raw)};
     it = seen.erase(it);
   }
-  json out = json::array();
-  for (auto& [id, j] : changed) out.push_back(std::move(j));
+  Jobs out;
+  for (auto& [id, j] : changed) out.add(std::move(j.first), std::move(j.second));
   return out;
 }
 
 }  // namespace
 
 int watch_jobs(ApiClient& api, const std::string& query, const std::string& output) {
-  auto first = api.get(query);
+  auto first = list(api, query);
   if (!first.is_ok()) return report("ls", first.status());
   std::map<int64_t, std::string> seen;
-  for (const auto& j : (*first)["items"]) seen[j["id"].get<int64_t>()] = fingerprint(j);
-  print_jobs_in_watch((*first)["items"], output, json::array(), /*whole=*/true);
+  for (const auto& j : first->views) seen[j.id] = fingerprint(j);
+  print_jobs_in_watch(*first, output, Jobs{}, /*whole=*/true);
   catch_stop_signals();
   while (sleep_unless_stopped(kPollEvery)) {
-    auto r = api.get(query);
+    auto r = list(api, query);
     if (!r.is_ok()) return report("ls", r.status());
-    auto changed = changes(api, (*r)["items"], seen);
+    auto changed = changes(api, *r, seen);
     if (!changed.is_ok()) return report("ls", changed.status());
-    if (!changed->empty())
-      print_jobs_in_watch(*changed, output, (*first)["items"], /*whole=*/false);
+    if (!changed->views.empty()) print_jobs_in_watch(*changed, output, *first, /*whole=*/false);
   }
   return kExitOk;
 }

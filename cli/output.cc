@@ -76,22 +76,31 @@ std::string age_of(const nlohmann::json& time) {
   return fmt::format("{}d", s / 86400);
 }
 
-void print_submitted(const nlohmann::json& job, bool quiet) {
+void print_submitted(const model::SubmitReplyView& reply, bool quiet) {
+  const model::JobView& job = reply.job;
   if (quiet) {
-    std::printf("%s\n", job["id"].dump().c_str());
-  } else if (job.contains("arrayTasks")) {
+    std::printf("%lld\n", static_cast<long long>(job.id));
+  } else if (reply.array_tasks) {
     // An array's id is its first task's id; its tasks have the ids up to lastId.
-    const nlohmann::json& a = job.value("array", nlohmann::json::object());
-    const int64_t limit = a.value("limit", 0);
-    std::printf("array %s submitted: %s tasks, jobs %s-%s (%s ...), team %s%s\n",
-                job["id"].dump().c_str(), job["arrayTasks"].dump().c_str(),
-                job["id"].dump().c_str(), cell(job["lastId"]).c_str(), cell(job["name"]).c_str(),
-                cell(job["team"]).c_str(),
+    const int64_t limit = job.array ? job.array->limit : 0;
+    std::printf("array %lld submitted: %lld tasks, jobs %lld-%s (%s ...), team %s%s\n",
+                static_cast<long long>(job.id), static_cast<long long>(*reply.array_tasks),
+                static_cast<long long>(job.id),
+                reply.last_id ? std::to_string(*reply.last_id).c_str() : "-", job.name.c_str(),
+                job.team.c_str(),
                 limit > 0 ? fmt::format(", at most {} running at once", limit).c_str() : "");
   } else {
-    std::printf("job %s submitted: %s (team %s)\n", job["id"].dump().c_str(),
-                cell(job["name"]).c_str(), cell(job["team"]).c_str());
+    std::printf("job %lld submitted: %s (team %s)\n", static_cast<long long>(job.id),
+                job.name.c_str(), job.team.c_str());
   }
+}
+
+std::string cell(const std::optional<std::string>& v) {
+  return v ? *v : std::string("-");
+}
+
+std::string age_of(const std::optional<std::string>& time) {
+  return time ? age_of(nlohmann::json(*time)) : std::string("-");
 }
 
 std::string cell(const nlohmann::json& v) {

@@ -5,7 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
+
+#include "model/api_views.h"
 
 namespace trainyard::cli {
 
@@ -18,9 +22,12 @@ std::string to_yaml(const nlohmann::json& j);
 bool print_structured(const nlohmann::json& j, const std::string& output);
 // "2017-10-09T07:01:55.123Z" -> "5m" relative to now; "-" for null or unparsable.
 std::string age_of(const nlohmann::json& time);
+std::string age_of(const std::optional<std::string>& time);
+// An optional text as a cell: "-" without one.
+std::string cell(const std::optional<std::string>& v);
 // A JSON value as a cell: strings bare, null as "-", numbers and others dumped.
 std::string cell(const nlohmann::json& v);
 // "job 12 submitted: name (team t)", or just the id when `quiet` (for scripts).
-void print_submitted(const nlohmann::json& job, bool quiet);
+void print_submitted(const model::SubmitReplyView& reply, bool quiet);
 
 }  // namespace trainyard::cli

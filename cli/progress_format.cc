@@ -24,26 +24,22 @@ std::string short_rate(double per_second) {
   return fmt::format("{:.2g}", per_second);
 }
 
-std::vector<std::string> progress_cells(const nlohmann::json& job) {
-  if (!job.contains("progress") || !job["progress"].is_object()) return {"-", "-", "-"};
-  const nlohmann::json& p = job["progress"];
-  auto number = [&](const char* key) -> std::optional<double> {
-    if (!p.contains(key) || !p[key].is_number()) return std::nullopt;
-    return p[key].get<double>();
-  };
-  std::string step = p.contains("step") ? p["step"].dump() : "-";
-  if (auto total = number("totalSteps")) {
-    step += fmt::format("/{:.0f}", *total);
-    if (auto f = number("fraction")) step += fmt::format(" ({:.0f}%)", *f * 100);
+std::vector<std::string> progress_cells(const std::optional<model::JobProgressView>& progress) {
+  if (!progress) return {"-", "-", "-"};
+  const model::JobProgressView& p = *progress;
+  std::string step = std::to_string(p.step);
+  if (p.total_steps) {
+    step += fmt::format("/{}", *p.total_steps);
+    if (p.fraction) step += fmt::format(" ({:.0f}%)", *p.fraction * 100);
   }
   std::string rate = "-";
-  if (auto samples = number("samplesPerSecond")) {
-    rate = short_rate(*samples) + " samples/s";
-  } else if (auto steps = number("stepsPerSecond")) {
-    rate = short_rate(*steps) + " steps/s";
+  if (p.samples_per_second) {
+    rate = short_rate(*p.samples_per_second) + " samples/s";
+  } else if (p.steps_per_second) {
+    rate = short_rate(*p.steps_per_second) + " steps/s";
   }
-  const auto eta = number("etaSeconds");
-  return {step, rate, eta ? short_duration(*eta) : "-"};
+  return {step, rate,
+          p.eta_seconds ? short_duration(static_cast<double>(*p.eta_seconds)) : std::string("-")};
 }
 
 }  // namespace trainyard::cli

@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "model/api_views.h"
 
 namespace trainyard::cli {
 
-// STEP, RATE and ETA cells of a job from the job list.
-std::vector<std::string> progress_cells(const nlohmann::json& job);
+// STEP, RATE and ETA cells of a job's `progress` (nullopt: the job reports none).
+std::vector<std::string> progress_cells(const std::optional<model::JobProgressView>& progress);
 // "1h02m", "5m07s", "42s"; "-" for a negative or non-finite number.
 std::string short_duration(double seconds);
 // "1.2k", "980", "3.4" (two significant digits below 10).

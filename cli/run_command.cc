@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_reply.h"
 #include "cli/client.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
@@ -155,11 +156,14 @@ Runner add_run_command(CLI::App& app) {
          {{"name", o->name.empty() ? default_name(o->command) : o->name}, {"labels", labels}}},
         {"spec", spec}};
     ApiClient api(o->client);
+    const std::string path = "/api/v1/jobs?file=command-line";
     auto r = api.post_idempotent(
-        "/api/v1/jobs?file=command-line", doc.dump(), "application/json",
+        path, doc.dump(), "application/json",
         o->idempotency_key.empty() ? new_idempotency_key() : o->idempotency_key);
     if (!r.is_ok()) return report("run", r.status());
-    print_submitted(*r, o->quiet);
+    auto reply = read_reply<model::SubmitReplyView>(*r, "POST " + path);
+    if (!reply.is_ok()) return report("run", reply.status());
+    print_submitted(*reply, o->quiet);
     return kExitOk;
   };
 }

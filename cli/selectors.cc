@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "model/label_selector.h"
 
 namespace trainyard::cli {
@@ -13,16 +14,16 @@ util::Result<std::string> selector_query(const std::string& selector) {
   return "&labelSelector=" + url_encode(parsed->to_string());
 }
 
-util::Result<nlohmann::json> list_all_jobs(ApiClient& api, const std::string& query) {
-  nlohmann::json all = nlohmann::json::array();
+util::Result<std::vector<model::JobView>> list_all_jobs(ApiClient& api, const std::string& query) {
+  std::vector<model::JobView> all;
   int64_t before = 0;
   for (;;) {
     std::string path = "/api/v1/jobs?limit=1000" + query;
     if (before > 0) path += fmt::format("&before={}", before);
-    TY_ASSIGN_OR_RETURN(nlohmann::json page, api.get(path));
-    for (auto& j : page["items"]) all.push_back(std::move(j));
-    if (!page.contains("nextBefore")) return all;
-    before = page["nextBefore"].get<int64_t>();
+    TY_ASSIGN_OR_RETURN(model::JobListView page, get_view<model::JobListView>(api, path));
+    for (auto& j : page.items) all.push_back(std::move(j));
+    if (!page.next_before) return all;
+    before = *page.next_before;
   }
 }
 

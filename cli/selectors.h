@@ -5,9 +5,10 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cli/client.h"
+#include "model/api_views.h"
 
 namespace trainyard::cli {
 
@@ -20,6 +21,6 @@ inline constexpr const char* kSelectorHelp =
 util::Result<std::string> selector_query(const std::string& selector);
 
 // Every job that GET /api/v1/jobs?<query> lists, following nextBefore page by page.
-util::Result<nlohmann::json> list_all_jobs(ApiClient& api, const std::string& query);
+util::Result<std::vector<model::JobView>> list_all_jobs(ApiClient& api, const std::string& query);
 
 }  // namespace trainyard::cli

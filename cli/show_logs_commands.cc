@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
@@ -38,80 +39,75 @@ std::string tuned_text(const json& t) {
   return out;
 }
 
-void print_job_text(const json& j, const json& events) {
+void print_job_text(const model::JobDetailView& d, const model::JobEventListView& events) {
   auto line = [](const std::string& k, const std::string& v) {
     std::cout << fmt::format("{:<12}{}\n", k + ":", v);
   };
-  line("Job", fmt::format("{} ({})", cell(j["id"]), cell(j["name"])));
-  line("Team", cell(j["team"]));
-  line("Labels", labels_cell(j.value("labels", json::object())));
-  line("State",
-       cell(j["state"]) +
-           (j.contains("stopping") ? fmt::format(" (stopping: {})", cell(j["stopping"])) : ""));
-  line("Attempt", cell(j["attempt"]) + fmt::format(" (failures: {})", cell(j["failures"])));
-  line("Priority", cell(j["priority"]));
-  line("Submitted", cell(j["submitted"]));
-  line("Started", cell(j["started"]));
-  line("Finished", cell(j["finished"]));
-  line("Reason", cell(j["reason"]));
-  if (j.contains("waiting")) line("Waiting", cell(j["waiting"]));
+  const model::JobView& j = d.job;
+  line("Job", fmt::format("{} ({})", j.id, j.name));
+  line("Team", j.team);
+  line("Labels", labels_cell(j.request ? j.request->labels : model::Labels{}));
+  line("State", std::string(model::job_state_name(j.state)) +
+                    (j.stopping ? fmt::format(" (stopping: {})", *j.stopping) : ""));
+  line("Attempt", fmt::format("{} (failures: {})", j.attempt, j.failures));
+  line("Priority", std::to_string(j.priority));
+  line("Submitted", cell(j.submitted));
+  line("Started", cell(j.started));
+  line("Finished", cell(j.finished));
+  line("Reason", j.reason);
+  if (j.waiting) line("Waiting", *j.waiting);
   if (const std::string starts = start_text(j); !starts.empty()) line("Starts", starts);
-  if (j.contains("metrics")) {
+  if (d.metrics) {
     std::string m;
-    for (const auto& [k, v] : j["metrics"]["last"].items())
+    for (const auto& [k, v] : d.metrics->last.items())
       m += (m.empty() ? "" : " ") + k + "=" + cell(v);
-    line("Metrics", fmt::format("attempt {}: {}", cell(j["metrics"]["attempt"]), m));
-    if (const auto& t = j["metrics"].value("tuned", nlohmann::json()); t.is_object())
-      line("Tuned", tuned_text(t));
+    line("Metrics", fmt::format("attempt {}: {}", d.metrics->attempt, m));
+    if (d.metrics->tuned.is_object()) line("Tuned", tuned_text(d.metrics->tuned));
   }
-  if (j.contains("progress")) {
-    const auto p = progress_cells(j);
+  if (j.progress) {
+    const auto p = progress_cells(j.progress);
     line("Progress", fmt::format("step {}, {}, ETA {}", p[0], p[1], p[2]));
   }
-  if (j.contains("checkpoint")) {
+  if (d.checkpoint) {
     line("Checkpoint",
-         fmt::format(
-             "step {} ({:.1f} MiB, {}){}", cell(j["checkpoint"]["step"]),
-             j["checkpoint"]["bytes"].get<double>() / (1 << 20), cell(j["checkpoint"]["created"]),
-             j.contains("stepsSinceCheckpoint")
-                 ? fmt::format("; a stop now loses {} step(s)", cell(j["stepsSinceCheckpoint"]))
-                 : ""));
+         fmt::format("step {} ({:.1f} MiB, {}){}", d.checkpoint->step,
+                     static_cast<double>(d.checkpoint->bytes) / (1 << 20), d.checkpoint->created,
+                     d.steps_since_checkpoint
+                         ? fmt::format("; a stop now loses {} step(s)", *d.steps_since_checkpoint)
+                         : ""));
   }
-  if (j.contains("utilization")) {
+  if (d.utilization) {
     // A summary over the job's life; `GET /api/v1/jobs/{id}/telemetry` has the series.
-    const json& u = j["utilization"];
-    auto pct = [](const json& v) {
-      return v.is_number() ? fmt::format("{:.0f}%", v.get<double>()) : "-";
+    const model::UtilizationView& u = *d.utilization;
+    auto pct = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.0f}%", *v) : std::string("-");
     };
-    auto gib = [](const json& v) {
-      return v.is_number() ? fmt::format("{:.1f}", v.get<double>() / (1 << 30)) : "-";
+    auto gib = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.1f}", *v / (1 << 30)) : std::string("-");
     };
     line("GPU use",
          fmt::format("util avg {} (p95 {}), memory max {} of {} GiB, {} sample(s) on {} "
                      "device(s)",
-                     pct(u["gpuUtilAvg"]), pct(u["gpuUtilP95"]), gib(u["memoryUsedMaxBytes"]),
-                     gib(u["memoryTotalBytes"]), cell(u["samples"]), cell(u["devices"])));
+                     pct(u.gpu_util_avg), pct(u.gpu_util_p95), gib(u.memory_used_max_bytes),
+                     gib(u.memory_total_bytes), u.samples, u.devices));
   }
   // An ended job keeps where its last attempt ran.
-  const bool ended = j["finished"].is_string() && !j["placement"].empty();
+  const bool ended = j.finished.has_value() && !j.placement.empty();
   std::cout << (ended ? "Placement (last attempt):\n" : "Placement:\n");
-  if (j["placement"].empty()) std::cout << "  (none)\n";
-  for (const auto& a : j["placement"]) {
-    std::cout << fmt::format("  worker {} on {} GPU {}{} {}\n", cell(a["worker"]), cell(a["node"]),
-                             cell(a["gpu"]),
-                             a.contains("mig_profile") ? " MIG " + cell(a["mig_profile"]) : "",
-                             a.contains("device") ? cell(a["device"]) : "");
+  if (j.placement.empty()) std::cout << "  (none)\n";
+  for (const auto& a : j.placement) {
+    std::cout << fmt::format("  worker {} on {} GPU {}{} {}\n", a.worker, a.node, a.gpu,
+                             a.mig_profile ? " MIG " + *a.mig_profile : "", a.device.value_or(""));
   }
   std::cout << "Attempts:\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& a : j.value("attempts", json::array())) {
-    rows.push_back({"  " + cell(a["attempt"]), cell(a["started"]), cell(a["ended"]),
-                    a["outcome"].get<std::string>().empty() ? "running" : cell(a["outcome"]),
-                    cell(a["exitCode"])});
+  for (const auto& a : d.attempts) {
+    rows.push_back({"  " + std::to_string(a.attempt), cell(a.started), cell(a.ended),
+                    a.outcome.empty() ? "running" : a.outcome, std::to_string(a.exit_code)});
   }
   std::cout << render_table({"  ATTEMPT", "STARTED", "ENDED", "OUTCOME", "EXIT"}, rows);
   std::cout << "Spec:\n";
-  std::string spec = to_yaml(j["spec"]);
+  std::string spec = to_yaml(d.spec);
   for (size_t pos = 0; pos < spec.size();) {
     const size_t nl = spec.find('\n', pos);
     std::cout << "  " << spec.substr(pos, nl - pos) << "\n";
@@ -119,11 +115,9 @@ void print_job_text(const json& j, const json& events) {
   }
   std::cout << "Events:\n";
   rows.clear();
-  for (const auto& e : events) {
-    const std::string change = e["from"].get<std::string>().empty()
-                                   ? cell(e["to"])
-                                   : cell(e["from"]) + " -> " + cell(e["to"]);
-    rows.push_back({"  " + cell(e["time"]), cell(e["type"]), change, cell(e["reason"])});
+  for (const auto& e : events.items) {
+    const std::string change = e.from.empty() ? e.to : e.from + " -> " + e.to;
+    rows.push_back({"  " + e.time, e.type, change, e.reason});
   }
   std::cout << render_table({"  TIME", "TYPE", "STATE", "REASON"}, rows);
 }
@@ -134,10 +128,11 @@ util::Result<int64_t> resolve_job(ApiClient& api, const std::string& ref) {
   if (ref.starts_with("job/")) return resolve_job(api, ref.substr(4));  // as ls -o name prints
   if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos && ref.size() < 19)
     return std::stoll(ref);
-  TY_ASSIGN_OR_RETURN(auto r, api.get("/api/v1/jobs?limit=1&name=" + url_encode(ref)));
-  if (r["items"].empty())
+  TY_ASSIGN_OR_RETURN(
+      auto r, get_view<model::JobListView>(api, "/api/v1/jobs?limit=1&name=" + url_encode(ref)));
+  if (r.items.empty())
     return util::not_found(fmt::format("no job named '{}' (see `trainyard ls`)", ref));
-  return r["items"][0]["id"].get<int64_t>();
+  return r.items[0].id;
 }
 
 Runner add_show_command(CLI::App& app) {
@@ -162,17 +157,13 @@ Runner add_show_command(CLI::App& app) {
     ApiClient api(o->client);
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("show", id.status());
-    auto j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+    auto j = get_reply<model::JobDetailView>(api, fmt::format("/api/v1/jobs/{}", *id));
     if (!j.is_ok()) return report("show", j.status());
-    auto ev = api.get(fmt::format("/api/v1/jobs/{}/events", *id));
+    auto ev = get_reply<model::JobEventListView>(api, fmt::format("/api/v1/jobs/{}/events", *id));
     if (!ev.is_ok()) return report("show", ev.status());
-    (*j)["events"] = (*ev)["items"];
-    if (o->output == "json") {
-      std::cout << j->dump(2) << "\n";
-    } else if (o->output == "yaml") {
-      std::cout << to_yaml(*j);
-    } else {
-      print_job_text(*j, (*ev)["items"]);
+    j->raw["events"] = ev->raw["items"];
+    if (!print_structured(j->raw, o->output)) {
+      print_job_text(j->view, ev->view);
       if (auto st = print_job_gpu_history(api, *id, o->ascii || !utf8_terminal()); !st.is_ok())
         std::cout << "GPU history: unavailable (" << st.message() << ")\n";
     }
@@ -211,35 +202,34 @@ Runner add_logs_command(CLI::App& app) {
     if (!id.is_ok()) return report("logs", id.status());
     int attempt = o->attempt;
     if (attempt == 0) {
-      auto j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+      const std::string path = fmt::format("/api/v1/jobs/{}", *id);
+      auto j = get_view<model::JobDetailView>(api, path);
       if (!j.is_ok()) return report("logs", j.status());
-      auto ran = [](const nlohmann::json& job) {
-        return job.contains("attempts") && !job["attempts"].empty();
-      };
-      attempt = (*j)["attempt"].get<int>();
+      auto ran = [](const model::JobDetailView& job) { return !job.attempts.empty(); };
+      attempt = j->job.attempt;
       if (!ran(*j)) {
         // Never started: say so (and why it waits) rather than print nothing.
-        const std::string why = (*j).value("waiting", std::string());
+        const std::string why = j->job.waiting.value_or("");
         std::fprintf(stderr, "trainyard logs: job %lld (%s) has not started yet%s%s\n",
-                     static_cast<long long>(*id), (*j).value("name", "").c_str(),
-                     why.empty() ? "" : ": ", why.c_str());
+                     static_cast<long long>(*id), j->job.name.c_str(), why.empty() ? "" : ": ",
+                     why.c_str());
         if (!o->follow) {
           std::fprintf(stderr, "(trainyard logs -f waits for it to start)\n");
           return kExitFailure;
         }
         std::fprintf(stderr, "waiting for it to start...\n");
         while (!ran(*j)) {
-          const std::string now_state = (*j).value("state", "");
-          if (now_state == "succeeded" || now_state == "failed" || now_state == "cancelled") {
+          if (model::is_terminal(j->job.state)) {
             std::fprintf(stderr, "trainyard logs: job %lld ended %s without running\n",
-                         static_cast<long long>(*id), now_state.c_str());
+                         static_cast<long long>(*id),
+                         std::string(model::job_state_name(j->job.state)).c_str());
             return kExitFailure;
           }
           std::this_thread::sleep_for(std::chrono::seconds(1));
-          j = api.get(fmt::format("/api/v1/jobs/{}", *id));
+          j = get_view<model::JobDetailView>(api, path);
           if (!j.is_ok()) return report("logs", j.status());
         }
-        attempt = (*j)["attempt"].get<int>();
+        attempt = j->job.attempt;
       }
       // Following pins the attempt so that it does not jump to a later one mid-stream.
     }

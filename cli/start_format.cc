@@ -24,22 +24,19 @@ std::string in_how_long(const std::string& when) {
 
 }  // namespace
 
-std::string start_cell(const nlohmann::json& job) {
-  if (!job.contains("estimatedStartBasis")) return "-";
-  const nlohmann::json& at = job["estimatedStart"];
-  if (!at.is_string()) return "unknown";
+std::string start_cell(const model::JobView& job) {
+  if (!job.start_estimate) return "-";
+  if (!job.start_estimate->at) return "unknown";
   // As squeue --start prints START_TIME; "now" once it has passed (the plan starts it soon).
-  const std::string text = at.get<std::string>();
+  const std::string& text = *job.start_estimate->at;
   return in_how_long(text) == "now" ? "now" : text.substr(0, 19);
 }
 
-std::string start_text(const nlohmann::json& job) {
-  if (!job.contains("estimatedStartBasis")) return "";
-  const std::string why = job.value("estimatedStartReason", "");
-  const nlohmann::json& at = job["estimatedStart"];
-  if (!at.is_string()) return "unknown: " + why;
-  return fmt::format("{} ({}; {}: {})", at.get<std::string>(), in_how_long(at.get<std::string>()),
-                     job.value("estimatedStartBasis", ""), why);
+std::string start_text(const model::JobView& job) {
+  if (!job.start_estimate) return "";
+  const model::StartEstimateView& e = *job.start_estimate;
+  if (!e.at) return "unknown: " + e.reason;
+  return fmt::format("{} ({}; {}: {})", *e.at, in_how_long(*e.at), e.basis, e.reason);
 }
 
 }  // namespace trainyard::cli

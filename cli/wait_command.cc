@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 #include "model/job_state.h"
@@ -37,14 +38,13 @@ util::Result<model::JobState> wanted_state(const std::string& condition) {
 
 // True when `job` is in `want`, or ended after having been in it (state=running for a job that
 // ran and already succeeded): the events say which states it went through.
-util::Result<bool> reached(ApiClient& api, const json& job, model::JobState want) {
-  const std::string state = job.value("state", "");
-  if (state == model::job_state_name(want)) return true;
-  auto now = model::parse_job_state(state);
-  if (!now.is_ok() || !model::is_terminal(*now) || model::is_terminal(want)) return false;
-  TY_ASSIGN_OR_RETURN(json events, api.get(fmt::format("/api/v1/jobs/{}/events", cell(job["id"]))));
-  for (const auto& e : events["items"])
-    if (e.value("to", "") == model::job_state_name(want)) return true;
+util::Result<bool> reached(ApiClient& api, const model::JobView& job, model::JobState want) {
+  if (job.state == want) return true;
+  if (!model::is_terminal(job.state) || model::is_terminal(want)) return false;
+  TY_ASSIGN_OR_RETURN(auto events, get_view<model::JobEventListView>(
+                                       api, fmt::format("/api/v1/jobs/{}/events", job.id)));
+  for (const auto& e : events.items)
+    if (e.to == model::job_state_name(want)) return true;
   return false;
 }
 
@@ -57,21 +57,21 @@ struct Pending {
 // or -1 to go on.
 int poll_once(ApiClient& api, std::vector<Pending>& pending, model::JobState want) {
   for (auto it = pending.begin(); it != pending.end();) {
-    auto job = api.get(fmt::format("/api/v1/jobs/{}", it->id));
+    auto job = get_view<model::JobView>(api, fmt::format("/api/v1/jobs/{}", it->id));
     if (!job.is_ok()) return report("wait", job.status());
     auto ok = reached(api, *job, want);
     if (!ok.is_ok()) return report("wait", ok.status());
-    const std::string state = job->value("state", "");
-    const std::string who = fmt::format("job {} ({})", it->id, job->value("name", ""));
+    const std::string state(model::job_state_name(job->state));
+    const std::string who = fmt::format("job {} ({})", it->id, job->name);
     if (*ok) {
       std::cout << fmt::format("{} {}: condition met\n", who, model::job_state_name(want))
                 << std::flush;
       it = pending.erase(it);
       continue;
     }
-    if (auto st = model::parse_job_state(state); st.is_ok() && model::is_terminal(*st)) {
+    if (model::is_terminal(job->state)) {
       std::fprintf(stderr, "trainyard wait: %s ended %s (%s), so it will never be %s\n",
-                   who.c_str(), state.c_str(), job->value("reason", "").c_str(),
+                   who.c_str(), state.c_str(), job->reason.c_str(),
                    std::string(model::job_state_name(want)).c_str());
       return kExitFailure;
     }

@@ -143,26 +143,26 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
                       "within the last 24 hours; send a new key with a new spec, or the first "
                       "spec unchanged to get job {} back",
                       first.key, first.job.value(), first.job.value()));
-    nlohmann::json out;
+    std::optional<model::JobView> job;
     store::JobRecord rec;
     {
       util::MutexLock lock(mu_);
       if (auto it = active_.find(first.job); it != active_.end()) {
         rec = it->second.rec;
-        out = job_json(&it->second, rec);
+        job = job_view(&it->second, rec);
       }
     }
-    if (out.is_null()) {
+    if (!job) {
       TY_ASSIGN_OR_RETURN(rec, load_record(first.job));
-      out = job_json(nullptr, rec);
+      job = job_view(nullptr, rec);
     }
     if (!who.may_access_team(rec.team))
       return util::Status(util::StatusCode::PermissionDenied,
                           fmt::format("Idempotency-Key '{}' belongs to a job of team '{}'; your "
                                       "token is for team '{}'",
                                       first.key, rec.team, who.team));
-    out["idempotentReplay"] = true;
-    return out;
+    return model::to_json(
+        model::SubmitReplyView{.job = std::move(*job), .idempotent_replay = true});
   };
   if (!idempotency_key.empty()) {
     TY_ASSIGN_OR_RETURN(std::string k, parse_idempotency_key(idempotency_key));
@@ -214,31 +214,31 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
   });
   TY_RETURN_IF_ERROR(committed);
   if (winner) return replay(*winner);
-  nlohmann::json out;
+  std::optional<model::SubmitReplyView> out;
   {
     util::MutexLock lock(mu_);
     for (NewJob& nj : jobs) {
       const store::JobRecord& rec = nj.rec;
       teams_seen_.insert(rec.team);
-      nlohmann::json j;
+      model::JobView j;
       if (!cancel_before_insert_.erase(rec.id)) {
         ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = *deps};
         job.wait_reason = "not yet examined by the scheduler";
         auto [it, inserted] = active_.emplace(rec.id, std::move(job));
-        j = job_json(&it->second, it->second.rec);
+        j = job_view(&it->second, it->second.rec);
       } else {
-        j = job_json(nullptr, rec);
+        j = job_view(nullptr, rec);
       }
-      if (out.is_null()) out = std::move(j);
+      if (!out) out = model::SubmitReplyView{.job = std::move(j)};
     }
     if (!m.array.empty()) {
-      out["arrayTasks"] = jobs.size();
-      out["lastId"] = jobs.back().rec.id.value();
+      out->array_tasks = static_cast<int64_t>(jobs.size());
+      out->last_id = jobs.back().rec.id.value();
     }
     wake_ = true;
     loop_cv_.notify_all();
   }
-  return out;
+  return model::to_json(*out);
 }
 
 util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) const {

@@ -25,6 +25,7 @@
 #include "cloud/cost_ledger.h"
 #include "exec/executor.h"
 #include "exec/slurm_executor.h"
+#include "model/api_views.h"
 #include "model/label_selector.h"
 #include "model/node.h"
 #include "sched/decayed_usage.h"
@@ -309,14 +310,22 @@ class ControlPlane {
   // configured prior counts as one interruption's worth of evidence and observations take over.
   double mtbf_estimate_seconds() const TY_REQUIRES(mu_);
   std::string checkpoint_dir_of(const store::JobRecord& rec) const;
-  void add_progress(nlohmann::json& j, const store::JobRecord& rec,
+  void add_progress(model::JobDetailView& d, const store::JobRecord& rec,
                     const std::string& checkpoint) const;
   // A running job's step, throughput and ETA as the API's `progress` object (progress_views.cc),
   // from the cache; call without mu_ held (it may read the job's metrics file).
-  nlohmann::json progress_json(int64_t id, int attempt, const std::string& team) TY_EXCLUDES(mu_);
-  // Sets job["progress"] when there is one.
-  void add_step_progress(nlohmann::json& job) TY_EXCLUDES(mu_);
-  nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const;
+  std::optional<model::JobProgressView> progress_view(int64_t id, int attempt,
+                                                      const std::string& team) TY_EXCLUDES(mu_);
+  // Sets job.progress when there is one.
+  void add_step_progress(model::JobView& job) TY_EXCLUDES(mu_);
+  // The job object of the API (queries.cc); `active` is the job in memory, if it is there.
+  model::JobView job_view(const ActiveJob* active, const store::JobRecord& rec) const;
+  nlohmann::json job_json(const ActiveJob* active, const store::JobRecord& rec) const {
+    return model::to_json(job_view(active, rec));
+  }
+  // One page of GET /api/v1/jobs (queries.cc); list_jobs() writes it.
+  util::Result<model::JobListView> list_page(store::JobFilter filter, const Principal& who,
+                                             bool with_total) TY_EXCLUDES(mu_);
   // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
   std::string device_uuid(const sched::Assignment& a) const TY_REQUIRES(mu_);
   // Who runs where, for the telemetry recorder; called at the end of each reconcile cycle.
@@ -327,7 +336,7 @@ class ControlPlane {
     std::vector<telemetry::GpuSample> recent;  // raw samples after the last stored minute
   };
   util::Result<JobSeries> job_series(util::JobId id);
-  nlohmann::json utilization_summary(const JobSeries& series) const;
+  model::UtilizationView utilization_summary(const JobSeries& series) const;
   // Appends each alert transition to the events of the jobs it is about, in one commit
   // (alerts_views.cc). Called from the telemetry recorder's thread.
   void append_alert_events(const std::vector<telemetry::AlertTransition>& transitions);

@@ -108,11 +108,11 @@ std::optional<std::string> PendingGates::hold_back(const ActiveJob& job) {
       job.rec.array_job_id.value(), job.rec.array_limit, job.rec.array_limit, busy);
 }
 
-void add_job_controls(nlohmann::json& j, const store::JobRecord& rec) {
-  j["held"] = rec.held;
+void add_job_controls(model::JobView& v, const store::JobRecord& rec) {
+  v.held = rec.held;
   if (rec.array_index < 0) return;
-  j["array"] = {
-      {"jobId", rec.array_job_id.value()}, {"index", rec.array_index}, {"limit", rec.array_limit}};
+  v.array = model::JobArrayView{
+      .job_id = rec.array_job_id.value(), .index = rec.array_index, .limit = rec.array_limit};
 }
 
 }  // namespace trainyard::server

@@ -10,8 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "model/api_views.h"
 #include "model/job_manifest.h"
 #include "server/active_job.h"
 #include "store/store.h"
@@ -53,8 +52,8 @@ class PendingGates {
   std::map<util::JobId, int> busy_;  // per array id: tasks running or let through this cycle
 };
 
-// The JSON fields of a job's controls: "held", and "array": {"jobId", "index", "limit"} for a
-// task of an array.
-void add_job_controls(nlohmann::json& j, const store::JobRecord& rec);
+// A job's controls in its API view: held, and for a task of an array the array's id, the task's
+// index and the array's limit.
+void add_job_controls(model::JobView& v, const store::JobRecord& rec);
 
 }  // namespace trainyard::server

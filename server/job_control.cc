@@ -157,8 +157,7 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
         array_id.value(), array_id.value()));
   TY_RETURN_IF_ERROR(check_job_access(who, first.id, first.team));
   Tx tx;
-  nlohmann::json cancelled = nlohmann::json::array();
-  nlohmann::json stopping = nlohmann::json::array();
+  model::ArrayCancelView out{.array_job_id = array_id.value()};
   util::MutexLock lock(mu_);
   const std::string reason =
       fmt::format("cancelled with array {} by {}", array_id.value(), who.name);
@@ -170,20 +169,19 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
     }
     if (job.rec.state == model::JobState::Pending && job.workers.empty()) {
       transition(job, model::JobState::Cancelled, reason, tx);
-      cancelled.push_back(it->first.value());
+      out.cancelled.push_back(it->first.value());
       finished_[it->first] = job.rec.state;
       it = active_.erase(it);
       continue;
     }
     if (job.stop != StopCause::Cancel) begin_stop(job, StopCause::Cancel, reason, tx);
-    stopping.push_back(it->first.value());
+    out.cancelling.push_back(it->first.value());
     ++it;
   }
   TY_RETURN_IF_ERROR(commit(tx));
   wake_ = true;
   loop_cv_.notify_all();
-  return nlohmann::json{
-      {"arrayJobId", array_id.value()}, {"cancelled", cancelled}, {"cancelling", stopping}};
+  return model::to_json(out);
 }
 
 }  // namespace trainyard::server

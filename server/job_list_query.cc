@@ -72,23 +72,23 @@ util::Status apply_job_list_params(std::string_view sort, std::string_view order
   return util::Status::ok();
 }
 
-std::string job_sort_key(const nlohmann::json& job, store::JobSort sort) {
+std::string job_sort_key(const model::JobView& job, store::JobSort sort) {
   switch (sort) {
     case store::JobSort::Name:
-      return job.value("name", "");
+      return job.name;
     case store::JobSort::State:
-      return job.value("state", "");
+      return std::string(model::job_state_name(job.state));
     case store::JobSort::Team:
-      return job.value("team", "");
+      return job.team;
     case store::JobSort::Id:
       break;
   }
   return "";
 }
 
-std::string job_cursor(bool next, const store::JobFilter& filter, const nlohmann::json& job) {
-  return fmt::format("{}:{}:{}:{}", next ? "n" : "p", sort_name(filter.sort),
-                     job["id"].get<int64_t>(), job_sort_key(job, filter.sort));
+std::string job_cursor(bool next, const store::JobFilter& filter, const model::JobView& job) {
+  return fmt::format("{}:{}:{}:{}", next ? "n" : "p", sort_name(filter.sort), job.id,
+                     job_sort_key(job, filter.sort));
 }
 
 }  // namespace trainyard::server

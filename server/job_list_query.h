@@ -5,8 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
+#include "model/api_views.h"
 #include "store/store.h"
 #include "util/status.h"
 
@@ -19,10 +18,10 @@ util::Status apply_job_list_params(std::string_view sort, std::string_view order
                                    std::string_view cursor, store::JobFilter& filter);
 
 // The value of `job` (the API's job object) that `sort` orders by, as the store holds it.
-std::string job_sort_key(const nlohmann::json& job, store::JobSort sort);
+std::string job_sort_key(const model::JobView& job, store::JobSort sort);
 
 // The cursor of the page after (`next`) or before `job` in `filter`'s sort:
 // "n:name:12:train-a" (direction, sort, id, key).
-std::string job_cursor(bool next, const store::JobFilter& filter, const nlohmann::json& job);
+std::string job_cursor(bool next, const store::JobFilter& filter, const model::JobView& job);
 
 }  // namespace trainyard::server

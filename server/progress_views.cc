@@ -34,8 +34,8 @@ std::optional<std::string> read_tail(int fd, int64_t size, int64_t max_bytes, bo
   return text;
 }
 
-bool shows_progress(const std::string& state) {
-  return state == "running" || state == "preempting";
+bool shows_progress(model::JobState state) {
+  return state == model::JobState::Running || state == model::JobState::Preempting;
 }
 
 }  // namespace
@@ -73,42 +73,39 @@ std::optional<telemetry::StepProgress> ProgressCache::get(int64_t job,
   return progress;
 }
 
-nlohmann::json ControlPlane::progress_json(int64_t id, int attempt, const std::string& team) {
+std::optional<model::JobProgressView> ControlPlane::progress_view(int64_t id, int attempt,
+                                                                  const std::string& team) {
   const auto identity = file_identity(team);
   const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
-  if (!as_job.ok()) return nullptr;
+  if (!as_job.ok()) return std::nullopt;
   const auto file = run_dir(util::JobId(id), attempt, 0) / exec::kMetricsFile;
   const auto p = progress_->get(id, file);
-  if (!p) return nullptr;
-  const auto opt = [](const std::optional<double>& v) -> nlohmann::json {
-    return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  if (!p) return std::nullopt;
+  const auto finite = [](const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? v : std::nullopt;
   };
-  nlohmann::json j = {{"attempt", attempt},
-                      {"step", p->step},
-                      {"totalSteps", p->total_steps ? nlohmann::json(*p->total_steps) : nullptr},
-                      {"fraction", opt(p->fraction())},
-                      {"stepsPerSecond", opt(p->steps_per_s)},
-                      {"samplesPerSecond", opt(p->samples_per_s)},
-                      {"reported", util::format_time_ms(util::from_millis(p->reported_ms))},
-                      {"etaSeconds", nullptr},
-                      {"finishEstimate", nullptr}};
+  model::JobProgressView out{.attempt = attempt,
+                             .step = p->step,
+                             .total_steps = p->total_steps,
+                             .fraction = finite(p->fraction()),
+                             .steps_per_second = finite(p->steps_per_s),
+                             .samples_per_second = finite(p->samples_per_s),
+                             .reported = util::format_time_ms(util::from_millis(p->reported_ms))};
   if (p->eta_s) {
     // The estimate is as of the last report; counted down to now, not below zero.
     const int64_t finish_ms = p->reported_ms + std::llround(*p->eta_s * 1000);
     const int64_t now_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
             .count();
-    j["etaSeconds"] = std::max<int64_t>(0, (finish_ms - now_ms + 999) / 1000);
-    j["finishEstimate"] = util::format_time_ms(util::from_millis(finish_ms));
+    out.eta_seconds = std::max<int64_t>(0, (finish_ms - now_ms + 999) / 1000);
+    out.finish_estimate = util::format_time_ms(util::from_millis(finish_ms));
   }
-  return j;
+  return out;
 }
 
-void ControlPlane::add_step_progress(nlohmann::json& job) {
-  if (!job.is_object() || !shows_progress(job.value("state", std::string()))) return;
-  const nlohmann::json p =
-      progress_json(job.value("id", int64_t{0}), job.value("attempt", 0), job.value("team", ""));
-  if (!p.is_null()) job["progress"] = p;
+void ControlPlane::add_step_progress(model::JobView& job) {
+  if (!shows_progress(job.state)) return;
+  job.progress = progress_view(job.id, job.attempt, job.team);
 }
 
 }  // namespace trainyard::server

@@ -14,14 +14,58 @@
 namespace trainyard::server {
 namespace {
 
-nlohmann::json time_or_null(util::Time t) {
-  if (t == util::kEpoch) return nullptr;
+std::optional<std::string> time_or_null(util::Time t) {
+  if (t == util::kEpoch) return std::nullopt;
   return util::format_time_ms(t);
 }
 
 nlohmann::json parse_or_empty(const std::string& text) {
   if (text.empty()) return nlohmann::json::array();
   return nlohmann::json::parse(text, nullptr, false);
+}
+
+// A stored placement (the server's own writing, launch.cc); empty when it does not read.
+std::vector<model::PlacementView> placement_of(const std::string& text) {
+  std::vector<model::PlacementView> out;
+  if (text.empty()) return out;
+  if (!model::from_json(nlohmann::json::parse(text, nullptr, false), out).is_ok()) out.clear();
+  return out;
+}
+
+// The request of a job that is no longer in memory, from its stored canonical spec; nullopt
+// when that does not read (the job object then has no workers, resources or labels).
+std::optional<model::JobRequestView> stored_request(const std::string& manifest_json) {
+  const auto manifest = nlohmann::json::parse(manifest_json, nullptr, false);
+  if (!manifest.is_object()) return std::nullopt;
+  const auto& spec = manifest.value("spec", nlohmann::json::object());
+  const auto& meta = manifest.value("metadata", nlohmann::json::object());
+  model::JobRequestView out;
+  if (!spec.is_object() || !meta.is_object()) return std::nullopt;
+  const auto workers = spec.find("workers");
+  if (workers != spec.end() && !workers->is_number_integer()) return std::nullopt;
+  out.workers = workers == spec.end() ? 1 : workers->get<int>();
+  const auto tmpl = spec.find("template");
+  if (tmpl == spec.end() || !tmpl->is_object()) return std::nullopt;
+  const auto& limits = tmpl->value("resources", nlohmann::json::object());
+  if (!limits.is_object() || !limits.contains("limits") ||
+      !model::from_json(limits["limits"], out.resources).is_ok())
+    return std::nullopt;
+  if (const auto labels = meta.find("labels"); labels != meta.end() && labels->is_object()) {
+    for (const auto& [k, v] : labels->items())
+      if (v.is_string()) out.labels[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+// What a job asks for: the parsed spec of a job in memory; the stored one otherwise (and for a
+// job whose stored spec recovery could not parse).
+std::optional<model::JobRequestView> request_of(const ActiveJob* active,
+                                                const store::JobRecord& rec) {
+  if (active == nullptr || !active->unreadable_spec.empty())
+    return stored_request(rec.manifest_json);
+  const model::JobManifest& m = active->manifest;
+  return model::JobRequestView{
+      .workers = m.spec.workers, .resources = m.spec.worker, .labels = m.labels};
 }
 
 constexpr const char* kStopNames[] = {"", "preempt", "cancel", "deadline", "failure"};
@@ -39,89 +83,76 @@ util::Result<store::JobRecord> ControlPlane::load_record(util::JobId id) {
   return *rec;
 }
 
-nlohmann::json ControlPlane::job_json(const ActiveJob* active, const store::JobRecord& rec) const {
-  nlohmann::json j = {{"id", rec.id.value()},
-                      {"name", rec.name},
-                      {"team", rec.team},
-                      {"state", model::job_state_name(rec.state)},
-                      {"attempt", rec.attempt},
-                      {"priority", rec.priority},
-                      {"failures", rec.failures},
-                      {"submitted", time_or_null(rec.submitted)},
-                      {"started", time_or_null(rec.started)},
-                      {"finished", time_or_null(rec.finished)},
-                      {"updated", time_or_null(rec.updated)},
-                      {"reason", rec.reason},
-                      {"attainedGpuSeconds", util::to_seconds(rec.attained_gpu_time)},
-                      {"placement", parse_or_empty(rec.placement_json)}};
-  const auto manifest = nlohmann::json::parse(rec.manifest_json, nullptr, false);
-  if (!manifest.is_discarded()) {
-    const auto& limits = manifest["spec"]["template"]["resources"]["limits"];
-    j["workers"] = manifest["spec"].value("workers", 1);
-    j["resources"] = limits;
-    const auto meta = manifest.value("metadata", nlohmann::json::object());
-    j["labels"] = meta.is_object() ? meta.value("labels", nlohmann::json::object())
-                                   : nlohmann::json::object();
-  }
-  add_job_controls(j, rec);
+model::JobView ControlPlane::job_view(const ActiveJob* active, const store::JobRecord& rec) const {
+  model::JobView v{.id = rec.id.value(),
+                   .name = rec.name,
+                   .team = rec.team,
+                   .state = rec.state,
+                   .attempt = rec.attempt,
+                   .priority = rec.priority,
+                   .failures = rec.failures,
+                   .submitted = time_or_null(rec.submitted),
+                   .started = time_or_null(rec.started),
+                   .finished = time_or_null(rec.finished),
+                   .updated = time_or_null(rec.updated),
+                   .reason = rec.reason,
+                   .attained_gpu_seconds = util::to_seconds(rec.attained_gpu_time),
+                   .placement = placement_of(rec.placement_json),
+                   .request = request_of(active, rec)};
+  add_job_controls(v, rec);
   if (active != nullptr) {
-    if (rec.state == model::JobState::Pending) j["waiting"] = active->wait_reason;
-    if (!active->measured_speed.empty()) {
-      nlohmann::json pace = nlohmann::json::object();
-      for (const auto& [workers, steps] : active->measured_speed)
-        pace[std::to_string(workers)] = steps;
-      j["measuredStepsPerSecond"] = pace;  // per worker count: what goodput sizes it by
-    }
-    add_start_estimate(j, *active);
-    if (active->stop != StopCause::None) j["stopping"] = kStopNames[static_cast<int>(active->stop)];
+    if (rec.state == model::JobState::Pending) v.waiting = active->wait_reason;
+    // Per worker count: what goodput sizes the job by.
+    v.measured_steps_per_second = active->measured_speed;
+    v.start_estimate = start_estimate_view(*active);
+    if (active->stop != StopCause::None) v.stopping = kStopNames[static_cast<int>(active->stop)];
   }
-  return j;
+  return v;
 }
 
 util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Principal& who) {
-  nlohmann::json j;
+  std::optional<model::JobView> job;
   store::JobRecord rec;
   {
     util::MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it != active_.end()) {
       rec = it->second.rec;
-      j = job_json(&it->second, rec);
+      job = job_view(&it->second, rec);
     }
   }
-  if (j.is_null()) {
+  if (!job) {
     TY_ASSIGN_OR_RETURN(rec, load_record(id));
-    j = job_json(nullptr, rec);
+    job = job_view(nullptr, rec);
   }
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
-  j["spec"] = nlohmann::json::parse(rec.manifest_json, nullptr, false);
-  add_progress(j, rec, checkpoint_dir_of(rec));
-  add_step_progress(j);
+  model::JobDetailView d{.job = std::move(*job),
+                         .spec = nlohmann::json::parse(rec.manifest_json, nullptr, false)};
+  add_progress(d, rec, checkpoint_dir_of(rec));
+  add_step_progress(d.job);
   // How the job used its GPUs over its life; the full series is GET .../telemetry.
   if (auto series = job_series(id); series.is_ok()) {
-    nlohmann::json u = utilization_summary(*series);
-    if (u["samples"].get<int64_t>() > 0) j["utilization"] = std::move(u);
+    model::UtilizationView u = utilization_summary(*series);
+    if (u.samples > 0) d.utilization = std::move(u);
   }
   util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto attempts, reader_->attempts(id));
-  nlohmann::json arr = nlohmann::json::array();
   for (const auto& a : attempts) {
-    arr.push_back({{"attempt", a.attempt},
-                   {"started", time_or_null(a.started)},
-                   {"ended", time_or_null(a.ended)},
-                   {"outcome", a.outcome},
-                   {"exitCode", a.exit_code},
-                   {"placement", parse_or_empty(a.placement_json)},
-                   {"processes", parse_or_empty(a.processes_json)}});
+    d.attempts.push_back({.attempt = a.attempt,
+                          .started = time_or_null(a.started),
+                          .ended = time_or_null(a.ended),
+                          .outcome = a.outcome,
+                          .exit_code = a.exit_code,
+                          .placement = placement_of(a.placement_json),
+                          .processes = parse_or_empty(a.processes_json)});
   }
-  j["attempts"] = std::move(arr);
-  return j;
+  return model::to_json(d);
 }
 
 // What the job reported (last metrics line of rank 0) and its newest loadable checkpoint
 // (sizes checked, not hashes: `show` must stay cheap), and the steps between them: the work a
 // preemption now would lose.
-void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
+void ControlPlane::add_progress(model::JobDetailView& d, const store::JobRecord& rec,
                                 const std::string& checkpoint) const {
   int attempt = rec.attempt;
   if (rec.state == model::JobState::Pending && attempt > 1) attempt -= 1;
@@ -131,15 +162,18 @@ void ControlPlane::add_progress(nlohmann::json& j, const store::JobRecord& rec,
   if (!as_job.ok()) return;
   const auto metrics = exec::read_metrics_tail(run_dir(rec.id, attempt, 0) / exec::kMetricsFile);
   if (metrics) {
-    j["metrics"] = {{"attempt", attempt}, {"lines", metrics->lines}, {"last", metrics->last}};
-    if (!metrics->tuned.is_null()) j["metrics"]["tuned"] = metrics->tuned;
+    d.metrics = model::JobMetricsView{.attempt = attempt,
+                                      .lines = metrics->lines,
+                                      .last = metrics->last,
+                                      .tuned = metrics->tuned};
   }
   for (const auto& c : exec::list_checkpoints(checkpoint, {.check_hashes = false})) {
     if (!c.verified) continue;
-    j["checkpoint"] = {{"step", c.step}, {"bytes", c.bytes}, {"created", c.created}};
+    d.checkpoint =
+        model::CheckpointSummaryView{.step = c.step, .bytes = c.bytes, .created = c.created};
     // Metrics are buffered by the job, so the last report may predate the checkpoint.
     if (metrics && metrics->last.contains("step") && metrics->last["step"].is_number_integer())
-      j["stepsSinceCheckpoint"] =
+      d.steps_since_checkpoint =
           std::max<int64_t>(0, metrics->last["step"].get<int64_t>() - c.step);
     break;
   }
@@ -167,6 +201,12 @@ util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const
 
 util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, const Principal& who,
                                                      bool with_total) {
+  TY_ASSIGN_OR_RETURN(model::JobListView page, list_page(std::move(filter), who, with_total));
+  return model::to_json(page);
+}
+
+util::Result<model::JobListView> ControlPlane::list_page(store::JobFilter filter,
+                                                         const Principal& who, bool with_total) {
   if (!who.admin) {
     if (!filter.team.empty() && filter.team != who.team)
       return util::Status(util::StatusCode::PermissionDenied,
@@ -193,7 +233,7 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
     else
       recs.pop_back();
   }
-  nlohmann::json items = nlohmann::json::array();
+  model::JobListView out;
   // Rows read above as unfinished whose jobs have left memory since: a cycle ended them after
   // the read (and committed that before it let go of the lock), so the row is stale.
   std::vector<std::pair<size_t, util::JobId>> stale;
@@ -201,28 +241,28 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
   for (const auto& r : recs) {
     auto it = active_.find(r.id);
     // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
-    if (it == active_.end() && !model::is_terminal(r.state)) stale.emplace_back(items.size(), r.id);
-    items.push_back(it != active_.end() ? job_json(&it->second, it->second.rec)
-                                        : job_json(nullptr, r));
+    if (it == active_.end() && !model::is_terminal(r.state))
+      stale.emplace_back(out.items.size(), r.id);
+    out.items.push_back(it != active_.end() ? job_view(&it->second, it->second.rec)
+                                            : job_view(nullptr, r));
   }
   lock.unlock();  // progress may read metrics files
   for (const auto& [index, id] : stale) {
     // Otherwise a list could show a task that ended next to the one that took its place.
-    if (auto fresh = load_record(id); fresh.is_ok()) items[index] = job_json(nullptr, *fresh);
+    if (auto fresh = load_record(id); fresh.is_ok()) out.items[index] = job_view(nullptr, *fresh);
   }
-  for (auto& item : items) add_step_progress(item);
+  for (auto& item : out.items) add_step_progress(item);
   // Rows after the page: more of them (forward) or the cursor's own row (backward); rows ahead
   // of it: the cursor's row (forward) or more of them (backward).
   const bool after = filter.backward ? filter.before > 0 : more;
   const bool ahead = filter.backward ? more : filter.before > 0;
-  nlohmann::json out = {{"items", std::move(items)}, {"hasMore", after}};
-  if (with_total) out["total"] = total;
-  const auto& got = out["items"];
-  if (!got.empty()) {
-    if (after) out["nextCursor"] = job_cursor(true, filter, got.back());
-    if (ahead) out["prevCursor"] = job_cursor(false, filter, got.front());
+  out.has_more = after;
+  if (with_total) out.total = total;
+  if (!out.items.empty()) {
+    if (after) out.next_cursor = job_cursor(true, filter, out.items.back());
+    if (ahead) out.prev_cursor = job_cursor(false, filter, out.items.front());
     if (after && filter.sort == store::JobSort::Id && !filter.ascending)
-      out["nextBefore"] = got.back()["id"];
+      out.next_before = out.items.back().id;
   }
   return out;
 }
@@ -233,17 +273,17 @@ util::Result<nlohmann::json> ControlPlane::job_events(util::JobId id, int64_t af
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto events, reader_->events(id, after_seq, 10000));
-  nlohmann::json arr = nlohmann::json::array();
+  model::JobEventListView out;
   for (const auto& e : events) {
-    arr.push_back({{"seq", e.seq},
-                   {"time", util::format_time_ms(e.at)},
-                   {"type", e.type},
-                   {"from", e.from_state},
-                   {"to", e.to_state},
-                   {"attempt", e.attempt},
-                   {"reason", e.reason}});
+    out.items.push_back({.seq = e.seq,
+                         .time = util::format_time_ms(e.at),
+                         .type = e.type,
+                         .from = e.from_state,
+                         .to = e.to_state,
+                         .attempt = e.attempt,
+                         .reason = e.reason});
   }
-  return nlohmann::json{{"items", std::move(arr)}};
+  return model::to_json(out);
 }
 
 util::Result<LogChunk> ControlPlane::job_log(util::JobId id, int attempt, int rank, int64_t offset,

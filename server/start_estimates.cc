@@ -43,14 +43,14 @@ void StartEstimator::explain(std::map<util::JobId, ActiveJob>& active, const sch
   }
 }
 
-void add_start_estimate(nlohmann::json& j, const ActiveJob& job) {
-  if (!job.start_estimate || job.rec.state != model::JobState::Pending) return;
+std::optional<model::StartEstimateView> start_estimate_view(const ActiveJob& job) {
+  if (!job.start_estimate || job.rec.state != model::JobState::Pending) return std::nullopt;
   const sched::StartEstimate& e = *job.start_estimate;
-  j["estimatedStart"] = e.basis == sched::EstimateBasis::Unknown
-                            ? nlohmann::json()
-                            : nlohmann::json(util::format_time(e.at));
-  j["estimatedStartBasis"] = sched::estimate_basis_name(e.basis);
-  j["estimatedStartReason"] = e.why;
+  return model::StartEstimateView{.at = e.basis == sched::EstimateBasis::Unknown
+                                            ? std::nullopt
+                                            : std::optional(util::format_time(e.at)),
+                                  .basis = std::string(sched::estimate_basis_name(e.basis)),
+                                  .reason = e.why};
 }
 
 }  // namespace trainyard::server

@@ -7,8 +7,9 @@
 #include <cstddef>
 #include <map>
 
-#include <nlohmann/json.hpp>
+#include <optional>
 
+#include "model/api_views.h"
 #include "sched/plan.h"
 #include "sched/policy_config.h"
 #include "sched/snapshot.h"
@@ -30,8 +31,8 @@ class StartEstimator {
   size_t last_jobs_ = 0;
 };
 
-// Adds estimatedStart (RFC 3339, or null when unknown), estimatedStartBasis and
-// estimatedStartReason to the JSON of a pending job.
-void add_start_estimate(nlohmann::json& j, const ActiveJob& job);
+// The start estimate of a pending job as the job API shows it (estimatedStart: RFC 3339, or
+// null when unknown; its basis and reason); nullopt for other jobs and before a plan saw it.
+std::optional<model::StartEstimateView> start_estimate_view(const ActiveJob& job);
 
 }  // namespace trainyard::server

@@ -284,7 +284,7 @@ util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::
   return out;
 }
 
-json ControlPlane::utilization_summary(const JobSeries& series) const {
+model::UtilizationView ControlPlane::utilization_summary(const JobSeries& series) const {
   Weighted util, power, sm_active, tensor_active;
   std::optional<double> util_max, mem_max, mem_total, temp_max;
   std::optional<int64_t> throttle, xid;
@@ -326,24 +326,25 @@ json ControlPlane::utilization_summary(const JobSeries& series) const {
       throttle = throttle.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
     if (s.last_xid) xid = *s.last_xid;
   }
-  json j = {
-      {"samples", samples},
-      {"devices", static_cast<int64_t>(devices.size())},
-      {"from",
-       first_ms < 0 ? json(nullptr) : json(util::format_time_ms(util::from_millis(first_ms)))},
-      {"to", last_ms < 0 ? json(nullptr) : json(util::format_time_ms(util::from_millis(last_ms)))},
-      {"gpuUtilAvg", opt(util.mean())},
-      {"gpuUtilP95", opt(util.percentile(0.95))},
-      {"gpuUtilMax", opt(util_max)},
-      {"smActiveAvg", opt(sm_active.mean())},
-      {"tensorActiveAvg", opt(tensor_active.mean())},
-      {"memoryUsedMaxBytes", opt(mem_max)},
-      {"memoryTotalBytes", opt(mem_total)},
-      {"temperatureMaxC", opt(temp_max)},
-      {"powerAvgW", opt(power.mean())},
-      {"throttleReasons", opt(throttle)},
-      {"lastXid", opt(xid)}};
-  return j;
+  const auto time_at = [](int64_t ms) -> std::optional<std::string> {
+    if (ms < 0) return std::nullopt;
+    return util::format_time_ms(util::from_millis(ms));
+  };
+  return model::UtilizationView{.samples = samples,
+                                .devices = static_cast<int64_t>(devices.size()),
+                                .from = time_at(first_ms),
+                                .to = time_at(last_ms),
+                                .gpu_util_avg = util.mean(),
+                                .gpu_util_p95 = util.percentile(0.95),
+                                .gpu_util_max = util_max,
+                                .sm_active_avg = sm_active.mean(),
+                                .tensor_active_avg = tensor_active.mean(),
+                                .memory_used_max_bytes = mem_max,
+                                .memory_total_bytes = mem_total,
+                                .temperature_max_c = temp_max,
+                                .power_avg_w = power.mean(),
+                                .throttle_reasons = throttle,
+                                .last_xid = xid};
 }
 
 util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
@@ -372,7 +373,7 @@ util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
   return json{{"job", id.value()},
               {"intervalSeconds",
                recorder_ ? json(util::to_seconds(recorder_->interval())) : json(nullptr)},
-              {"summary", utilization_summary(series)},
+              {"summary", model::to_json(utilization_summary(series))},
               {"minutes", std::move(minutes)},
               {"samples", std::move(samples)}};
 }

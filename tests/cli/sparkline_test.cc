@@ -55,18 +55,17 @@ TEST(Sparkline, Utf8LocaleFollowsPosixPrecedence) {
 }
 
 TEST(ProgressFormat, ShowsStepOfTotalRateAndEta) {
-  const json job = {{"progress",
-                     {{"step", 120},
-                      {"totalSteps", 1000},
-                      {"fraction", 0.12},
-                      {"samplesPerSecond", 1234.0},
-                      {"stepsPerSecond", 2.0},
-                      {"etaSeconds", 440}}}};
-  EXPECT_EQ(progress_cells(job),
+  const model::JobProgressView progress{.step = 120,
+                                        .total_steps = 1000,
+                                        .fraction = 0.12,
+                                        .steps_per_second = 2.0,
+                                        .samples_per_second = 1234.0,
+                                        .eta_seconds = 440};
+  EXPECT_EQ(progress_cells(progress),
             (std::vector<std::string>{"120/1000 (12%)", "1.2k samples/s", "7m20s"}));
-  const json steps_only = {{"progress", {{"step", 7}, {"stepsPerSecond", 0.5}}}};
+  const model::JobProgressView steps_only{.step = 7, .steps_per_second = 0.5};
   EXPECT_EQ(progress_cells(steps_only), (std::vector<std::string>{"7", "0.5 steps/s", "-"}));
-  EXPECT_EQ(progress_cells(json{{"id", 1}}), (std::vector<std::string>{"-", "-", "-"}));
+  EXPECT_EQ(progress_cells(std::nullopt), (std::vector<std::string>{"-", "-", "-"}));
 }
 
 TEST(ProgressFormat, ShortDurations) {
