@@ -19,7 +19,7 @@ using model::YamlReader;
 constexpr std::string_view kCapacityKeys[] = {
     "provider",          "catalog",       "seed",        "interruptionRatePerHour",
     "provisioningDelay", "noticeSeconds", "zoneBackoff", "spotFallbackWait",
-    "throughputs",       "pools"};
+    "throughputs",       "spotTrace",     "pools"};
 constexpr std::string_view kPoolKeys[] = {"name",        "kind",     "provider", "instanceType",
                                           "region",      "zones",    "minNodes", "maxNodes",
                                           "idleTimeout", "priority", "labels"};
@@ -113,6 +113,9 @@ class CapacityParser {
         return r_.invalid(*p, "a path to Gavel's simulation_throughputs.json",
                           "or \"\" to rank pools by price alone");
       TY_ASSIGN_OR_RETURN(c.throughputs, r_.string(*p));
+    }
+    if (const YamlField* p = f.get("spotTrace")) {
+      TY_ASSIGN_OR_RETURN(c.spot_trace, r_.non_empty_string(*p));
     }
     if (const YamlField* p = f.get("seed")) {
       TY_ASSIGN_OR_RETURN(const int64_t seed, r_.integer(*p, 0, INT64_MAX));

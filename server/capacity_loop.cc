@@ -26,12 +26,12 @@ util::Time ControlPlane::ledger_time(util::Time t) {
 void ControlPlane::observe_fleet(Tx& tx) {
   const util::Time now = clock_.now();
   for (const FleetEvent& e : fleet_->poll()) {
-    const int idx = node_index(e.node);
+    const std::string& name = e.node.name;
+    const int idx = node_index(name);
     switch (e.kind) {
       case FleetEvent::Kind::Ready: {
-        const FleetNode* fn = fleet_->find(e.node);
-        if (fn == nullptr || idx >= 0) break;
-        LocalNode n = fleet_->local_node(*fn, util::NodeId(next_node_id_++));
+        if (idx >= 0) break;
+        LocalNode n = fleet_->local_node(e.node, util::NodeId(next_node_id_++));
         const util::Time t = ledger_time(e.time);
         if (auto st =
                 ledger_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, t);
@@ -52,44 +52,44 @@ void ControlPlane::observe_fleet(Tx& tx) {
           bool here = false;
           for (const auto& a : job.placement) here = here || a.node_idx == idx;
           if (!here || job.workers.empty()) continue;
-          job.interrupted_node = e.node;
+          job.interrupted_node = name;
           begin_stop(job, StopCause::Preempt,
                      fmt::format("node {} will be reclaimed by the provider at {} (spot "
                                  "interruption notice); grace {:.0f}s",
-                                 e.node, util::format_time(e.deadline), util::to_seconds(grace)),
+                                 name, util::format_time(e.deadline), util::to_seconds(grace)),
                      tx, e.deadline);
         }
-        TY_LOG_INFO("fleet: node {} gets an interruption notice; reclaimed at {}", e.node,
+        TY_LOG_INFO("fleet: node {} gets an interruption notice; reclaimed at {}", name,
                     util::format_time(e.deadline));
         break;
       }
       case FleetEvent::Kind::Gone: {
         if (idx < 0) break;
         nodes_[idx].node.state = model::NodeState::Gone;
-        if (auto st = ledger_.node_down(e.node, ledger_time(e.time)); !st.is_ok())
+        if (auto st = ledger_.node_down(name, ledger_time(e.time)); !st.is_ok())
           TY_LOG_WARN("cost: {}", st.message());
-        shares_.erase(e.node);
-        idle_since_.erase(e.node);
+        shares_.erase(name);
+        idle_since_.erase(name);
         // Workers still on it died with the machine; their job is requeued, not failed.
         for (auto& [id, job] : active_) {
           bool here = false;
           for (const auto& a : job.placement) here = here || a.node_idx == idx;
           if (!here) continue;
           if (job.stop == StopCause::None && !job.workers.empty()) {
-            job.interrupted_node = e.node;
+            job.interrupted_node = name;
             begin_stop(job, StopCause::Preempt,
-                       fmt::format("node {} was reclaimed by the provider without notice", e.node),
+                       fmt::format("node {} was reclaimed by the provider without notice", name),
                        tx, now);
           }
           for (auto& w : job.workers) kill_worker(w);
         }
-        TY_LOG_INFO("fleet: node {} gone ({})", e.node,
+        TY_LOG_INFO("fleet: node {} gone ({})", name,
                     e.reclaimed ? "reclaimed by the provider" : "released");
         break;
       }
       case FleetEvent::Kind::Failed:
-        TY_LOG_WARN("fleet: a request for pool {} failed: {}", fleet_->pools()[e.pool].pool.name,
-                    e.reason);
+        TY_LOG_WARN("fleet: a request for pool {} failed: {}",
+                    fleet_->pools()[e.node.pool].pool.name, e.reason);
         break;
     }
   }

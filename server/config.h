@@ -58,6 +58,9 @@ struct CapacityConfig {
   // Gavel's simulation_throughputs.json: the autoscaler ranks pools by price per unit of work,
   // as the simulator does. nullopt: kDefaultThroughputs when that file exists; "": by price.
   std::optional<std::string> throughputs;
+  // A spot trace (the formats of `trainyard simulate --spot-trace`) replayed for every spot
+  // offering from the server's start, instead of the seeded rate; empty: none.
+  std::string spot_trace;
   std::vector<model::Pool> pools;  // cloud pools (autoscaled); resolved against the catalog
 };
 

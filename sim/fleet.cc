@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "drive/zone_backoff.h"
 #include "sched/autoscale.h"
 #include "sched/snapshot_builder.h"
 
@@ -19,72 +18,36 @@ Fleet::Fleet(const CloudScenario& scenario, sched::Snapshot& snap, Occupancy& oc
 
 util::Result<std::unique_ptr<Fleet>> Fleet::create(const CloudScenario& scenario,
                                                    sched::Snapshot& snap, Occupancy& occupancy) {
+  if (!snap.pools.empty()) return util::internal_error("cloud pools must come first");
   std::unique_ptr<Fleet> f(new Fleet(scenario, snap, occupancy));
-  for (model::Pool pool : scenario.pools) {
-    auto offers = cloud::resolve_pool(scenario.offerings, pool, scenario.throughputs.get());
-    if (!offers.is_ok()) return offers.status();
-    pool.zones = offers->zones;
-    const int idx = sched::add_pool(snap, pool);
-    PoolState st;
-    st.offerings = std::move(*offers);
-    st.prior_rate =
-        pool.kind == model::PoolKind::Spot
-            ? cloud::simcloud_interruption_rate(scenario.offerings[st.offerings.offering.front()],
+  TY_ASSIGN_OR_RETURN(auto pools, drive::Fleet::resolve_pools(scenario.pools, scenario.offerings,
+                                                              scenario.throughputs.get()));
+  for (const drive::FleetPool& p : pools) {
+    f->prior_rate_.push_back(
+        p.pool.kind == model::PoolKind::Spot
+            ? cloud::simcloud_interruption_rate(scenario.offerings[p.zones.front().offering],
                                                 scenario.advisor, scenario.simcloud)
-            : 0.0;
-    if (idx != static_cast<int>(f->pools_.size())) {
-      return util::internal_error(fmt::format("pool '{}' added out of order", pool.name));
-    }
-    f->pools_.push_back(std::move(st));
+            : 0.0);
   }
-  f->provider_ =
-      cloud::make_simcloud(scenario.offerings, scenario.advisor, scenario.simcloud, f->clock_);
+  f->spot_node_hours_.assign(pools.size(), 0.0);
+  f->cloud_ = std::make_unique<drive::Fleet>(
+      std::move(pools),
+      cloud::make_simcloud(scenario.offerings, scenario.advisor, scenario.simcloud, f->clock_),
+      f->clock_,
+      drive::FleetOptions{.zone_backoff = scenario.zone_backoff,
+                          .refusal_backoff = scenario.spot_retry});
+  f->cloud_->add_pools(snap);
   return f;
-}
-
-std::optional<Time> Fleet::next_reopen(Time now) const {
-  std::optional<Time> next;
-  for (const auto& p : snap_.pools) {
-    if (p.unavailable_until > now && (!next || p.unavailable_until < *next)) {
-      next = p.unavailable_until;
-    }
-  }
-  return next;
-}
-
-int Fleet::provisioning() const {
-  int n = 0;
-  for (const auto& p : snap_.pools) n += p.provisioning;
-  return n;
 }
 
 util::Status Fleet::apply(const sched::Plan& plan, Time now) {
   clock_.advance_to(std::max(clock_.now(), now));
   for (const auto& r : plan.releases) {
-    Slot& s = slots_.at(static_cast<size_t>(r.node_idx));
-    if (s.request == 0) continue;
-    TY_RETURN_IF_ERROR(provider_->release_node(s.request));
+    const Slot& s = slots_.at(static_cast<size_t>(r.node_idx));
+    if (s.request != 0) TY_RETURN_IF_ERROR(cloud_->release(s.name));
   }
-  for (const auto& up : plan.scale_ups) {
-    PoolState& ps = pools_.at(static_cast<size_t>(up.pool));
-    const size_t zone = up.zone >= 0 ? static_cast<size_t>(up.zone) : 0;
-    const sched::SnapshotPool& sp = snap_.pools[up.pool];
-    for (int i = 0; i < up.nodes; ++i) {
-      cloud::NodeRequest req;
-      req.offering = ps.offerings.offering.at(zone);
-      req.purchase = sp.kind == model::PoolKind::Spot ? cloud::PurchaseOption::Spot
-                                                      : cloud::PurchaseOption::OnDemand;
-      req.pool = sp.name;
-      auto id = provider_->request_node(req);
-      if (!id.is_ok()) return id.status();
-      if (static_cast<size_t>(*id) != requests_.size() + 1) {
-        return util::internal_error("simcloud request ids are not sequential");
-      }
-      requests_.push_back(
-          {.pool = up.pool, .zone = static_cast<int>(zone), .price = ps.offerings.price.at(zone)});
-      ++snap_.pools[up.pool].provisioning;
-    }
-  }
+  for (const auto& up : plan.scale_ups) TY_RETURN_IF_ERROR(cloud_->scale_up(up).status());
+  cloud_->update_pools(snap_);
   return util::Status::ok();
 }
 
@@ -92,77 +55,33 @@ util::Result<bool> Fleet::poll(Time now,
                                const std::function<void(const FleetNotice&)>& on_reclaim) {
   clock_.advance_to(std::max(clock_.now(), now));
   bool changed = false;
-  // Events can be emitted at the time of the last poll (a release, a refused request), so
-  // that instant is read again and what was handled then is skipped.
-  const auto events = provider_->poll(polled_ - Duration(1));
-  std::vector<std::pair<cloud::RequestId, int>> seen_now;
-  for (const auto& e : events) {
-    const auto key = std::make_pair(e.request, static_cast<int>(e.kind));
-    if (e.time == polled_ && std::find(handled_at_polled_.begin(), handled_at_polled_.end(), key) !=
-                                 handled_at_polled_.end())
-      continue;
-    if (e.time == now) seen_now.push_back(key);
-    Request& req = requests_.at(static_cast<size_t>(e.request - 1));
-    sched::SnapshotPool& pool = snap_.pools[req.pool];
+  for (const drive::FleetEvent& e : cloud_->poll()) {
+    const auto up = node_of_.find(e.node.request);
     switch (e.kind) {
-      case cloud::ProviderEventKind::NodeReady:
-        TY_RETURN_IF_ERROR(node_ready(e.request, e.time));
-        changed = true;
+      case drive::FleetEvent::Kind::Ready:
+        TY_RETURN_IF_ERROR(node_ready(e.node, e.time));
         break;
-      case cloud::ProviderEventKind::RequestFailed:
-        req.done = true;
-        ++refusals_;
-        --pool.provisioning;
-        drive::refuse_zone(pool, req.zone, e.time, scenario_.spot_retry);
-        changed = true;
+      case drive::FleetEvent::Kind::Failed:
         break;
-      case cloud::ProviderEventKind::InterruptionNotice: {
-        if (req.node_idx < 0) break;
-        ++interruptions_;
-        ++pools_[req.pool].interruptions;
-        drive::block_zone(pool, req.zone, e.time + scenario_.zone_backoff);
-        snap_.nodes[req.node_idx].schedulable = false;
-        on_reclaim({req.node_idx, e.deadline});
-        changed = true;
+      case drive::FleetEvent::Kind::Notice:
+        if (up == node_of_.end()) continue;
+        snap_.nodes[up->second].schedulable = false;
+        on_reclaim({up->second, e.deadline});
         break;
-      }
-      case cloud::ProviderEventKind::NodeGone:
-        if (req.done) break;
-        if (req.node_idx < 0) {  // released while provisioning
-          req.done = true;
-          --pool.provisioning;
-          break;
-        }
-        node_gone(e.request, e.time);
-        changed = true;
+      case drive::FleetEvent::Kind::Gone:
+        if (up == node_of_.end()) continue;  // released while provisioning
+        node_gone(up->second, e.time);
         break;
     }
+    changed = true;
   }
-  if (now != polled_) handled_at_polled_.clear();
-  handled_at_polled_.insert(handled_at_polled_.end(), seen_now.begin(), seen_now.end());
-  polled_ = now;
+  cloud_->update_pools(snap_);
   return changed;
 }
 
-util::Status Fleet::node_ready(cloud::RequestId id, Time now) {
-  Request& req = requests_[static_cast<size_t>(id - 1)];
-  sched::SnapshotPool& pool = snap_.pools[req.pool];
-  --pool.provisioning;
-  ++pool.ready;
-  PoolState& ps = pools_[req.pool];
-  model::Node n;
-  n.name = fmt::format("{}-{}", pool.name, ps.next_name++);
-  n.pool = pool.name;
-  n.gpu_model = snap_.gpu_models[pool.gpu_model];
-  n.gpu_count = pool.gpus_per_node;
-  n.mig_enabled = pool.mig_enabled;
-  n.cpu = pool.cpu;
-  n.memory = pool.memory;
-  n.labels = pool.labels;
-  if (req.zone >= 0 && req.zone < static_cast<int>(pool.zones.size())) {
-    n.labels["topology.kubernetes.io/zone"] = pool.zones[req.zone].name;
-  }
-  n.id = util::NodeId(static_cast<int64_t>(id));
+util::Status Fleet::node_ready(const drive::FleetNode& fn, Time now) {
+  model::Node n = cloud_->node_spec(fn);
+  n.id = util::NodeId(fn.request);
   snap_.now = now;
   sched::add_node(snap_, n);
   int idx = static_cast<int>(snap_.nodes.size()) - 1;
@@ -175,31 +94,18 @@ util::Status Fleet::node_ready(cloud::RequestId id, Time now) {
   }
   snap_.nodes[idx].idle_since = now;
   if (static_cast<size_t>(idx) >= slots_.size()) slots_.resize(idx + 1);
-  slots_[idx] = {.request = id, .up_since = now, .name = n.name};
-  req.node_idx = idx;
+  slots_[idx] = {.request = fn.request, .up_since = now, .name = n.name};
+  node_of_[fn.request] = idx;
   occupancy_.add_node(idx);
-  ++up_;
-  gpus_up_ += n.gpu_count;
-  usd_per_hour_ += req.price;
-  return ledger_.node_up(n.name, pool.name, n.gpu_count, req.price, now);
+  return ledger_.node_up(n.name, n.pool, n.gpu_count, fn.price_per_hour, now);
 }
 
-void Fleet::node_gone(cloud::RequestId id, Time now) {
-  Request& req = requests_[static_cast<size_t>(id - 1)];
-  req.done = true;
-  const int idx = req.node_idx;
+void Fleet::node_gone(int idx, Time now) {
   Slot& s = slots_[idx];
-  sched::SnapshotPool& pool = snap_.pools[req.pool];
-  --pool.ready;
-  if (pool.kind == model::PoolKind::Spot) {
-    pools_[req.pool].spot_node_hours += util::to_seconds(now - s.up_since) / 3600.0;
-  }
-  (void)ledger_.node_down(s.name, now);
-  --up_;
-  gpus_up_ -= snap_.nodes[idx].gpu_count;
-  usd_per_hour_ -= req.price;
-  occupancy_.remove_node(idx);
   sched::SnapshotNode& n = snap_.nodes[idx];
+  if (n.spot) spot_node_hours_[n.pool] += util::to_seconds(now - s.up_since) / 3600.0;
+  (void)ledger_.node_down(s.name, now);
+  occupancy_.remove_node(idx);
   n.schedulable = false;
   n.gpu_count = 0;
   n.gpu_model = -1;
@@ -208,6 +114,7 @@ void Fleet::node_gone(cloud::RequestId id, Time now) {
   n.idle_since = Time::max();
   n.labels.clear();
   n.name = "(gone) " + s.name;
+  node_of_.erase(s.request);
   s = Slot{};
   free_slots_.push_back(idx);
 }
@@ -249,22 +156,31 @@ void Fleet::close(Time now) {
       end = std::max(now, n.idle_since + snap_.pools[n.pool].idle_timeout);
     }
     last = std::max(last, end);
-    node_gone(slots_[i].request, end);
+    node_gone(static_cast<int>(i), end);
   }
   ledger_.advance(last);
 }
 
-bool Fleet::node_is_spot(int node_idx) const {
-  return node_idx >= 0 && static_cast<size_t>(node_idx) < snap_.nodes.size() &&
-         snap_.nodes[node_idx].spot;
+std::optional<Time> Fleet::next_wake(Time now, bool jobs_wait) const {
+  std::optional<Time> next = cloud_->next_event();
+  if (next && *next <= now) next.reset();
+  if (auto reopen = cloud_->next_reopen(now); jobs_wait && reopen && (!next || *reopen < *next))
+    next = reopen;
+  return next;
+}
+
+int Fleet::interruptions() const {
+  int n = 0;
+  for (const drive::FleetPool& p : cloud_->pools()) n += p.interruptions;
+  return n;
 }
 
 // The pool's interruption rate as observed so far, pulled toward the prior until a few dozen
 // node-hours have been seen (SCR estimates MTBF the same way: runtime over interruptions).
 double Fleet::pool_rate(int pool) const {
-  const PoolState& ps = pools_[pool];
   constexpr double kPriorHours = 24.0;
-  return (ps.interruptions + ps.prior_rate * kPriorHours) / (ps.spot_node_hours + kPriorHours);
+  return (cloud_->pools()[pool].interruptions + prior_rate_[pool] * kPriorHours) /
+         (spot_node_hours_[pool] + kPriorHours);
 }
 
 Duration Fleet::checkpoint_interval(int node_idx, int nodes, Duration job_spec_interval) const {

@@ -1,19 +1,20 @@
-// The simulator's cloud: pools of nodes bought through simcloud on the simulation's virtual
-// clock, nodes that join and leave the scheduler's snapshot, interruption notices, and the cost
-// ledger that prices every node-second. The Simulation owns the jobs; the Fleet owns the nodes.
+// The simulator's side of the fleet (drive/fleet.h, shared with the server): simcloud on the
+// simulation's virtual clock, nodes that join and leave the scheduler's snapshot (reusing the
+// slots of gone ones), the cost ledger that prices every node-second, and the checkpoint
+// interval policy. The Simulation owns the jobs; the Fleet owns the nodes.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cloud/cost_ledger.h"
-#include "cloud/pool_offerings.h"
-#include "cloud/provider.h"
 #include "cloud/simcloud.h"
 #include "cloud/spot_advisor.h"
+#include "drive/fleet.h"
 #include "sched/plan.h"
 #include "sched/snapshot.h"
 #include "sim/occupancy.h"
@@ -64,11 +65,10 @@ class Fleet {
   // deadline has come) before the node goes. Returns true when the snapshot changed.
   util::Result<bool> poll(util::Time now,
                           const std::function<void(const FleetNotice&)>& on_reclaim);
-  // The next time the provider will report something, if known.
-  std::optional<util::Time> next_event() const { return provider_->next_event_time(); }
-  // The earliest time after `now` when a pool that ran out of capacity may buy again, if any
-  // is waiting to: nothing else wakes a run whose jobs wait for such a pool.
-  std::optional<util::Time> next_reopen(util::Time now) const;
+  // When the fleet next changes after `now`: the provider's next event or, when jobs wait,
+  // sooner a pool that ran out of capacity reopening (nothing else wakes a run whose jobs wait
+  // for such a pool). nullopt when nothing is due.
+  std::optional<util::Time> next_wake(util::Time now, bool jobs_wait) const;
   // The jobs on a node changed: re-split its cost; an emptied node starts its idle clock.
   // Returns when the node may be released if it stays idle (for a replan), if ever.
   std::optional<util::Time> set_holders(int node_idx, std::vector<cloud::CostShare> shares,
@@ -83,35 +83,19 @@ class Fleet {
   // scenario's policy. A gang stops when any of its nodes is reclaimed: its rate is n times one.
   util::Duration checkpoint_interval(int node_idx, int nodes,
                                      util::Duration job_spec_interval) const;
-  bool node_is_spot(int node_idx) const;
   bool all_preemptible() const { return scenario_.all_preemptible; }
   util::Duration checkpoint_cost() const { return scenario_.checkpoint_cost; }
 
   const cloud::CostLedger& ledger() const { return ledger_; }
-  int nodes_up() const { return up_; }
-  int gpus_up() const { return gpus_up_; }
+  int nodes_up() const { return cloud_->nodes_up(); }
+  int gpus_up() const { return cloud_->gpus_up(); }
   // Running bill: USD per hour of every node up now.
-  double usd_per_hour() const { return usd_per_hour_; }
-  int interruptions() const { return interruptions_; }
+  double usd_per_hour() const { return cloud_->usd_per_hour(); }
+  int interruptions() const;
   // Node requests the provider refused (no capacity), so far.
-  int64_t refusals() const { return refusals_; }
-  int provisioning() const;
+  int64_t refusals() const { return cloud_->refusals(); }
 
  private:
-  struct PoolState {
-    cloud::PoolOfferings offerings;
-    int next_name = 0;
-    double spot_node_hours = 0;  // for the observed interruption rate
-    int interruptions = 0;
-    double prior_rate = 0;  // interruptions per node-hour before any are observed
-  };
-  struct Request {
-    int pool = -1;
-    int zone = -1;
-    double price = 0;
-    int node_idx = -1;  // once ready
-    bool done = false;  // gone or failed
-  };
   struct Slot {
     cloud::RequestId request = 0;  // 0: free slot
     util::Time up_since{};
@@ -119,27 +103,21 @@ class Fleet {
   };
 
   Fleet(const CloudScenario& scenario, sched::Snapshot& snap, Occupancy& occupancy);
-  util::Status node_ready(cloud::RequestId id, util::Time now);
-  void node_gone(cloud::RequestId id, util::Time now);
+  util::Status node_ready(const drive::FleetNode& fn, util::Time now);
+  void node_gone(int idx, util::Time now);
   double pool_rate(int pool) const;
 
   const CloudScenario& scenario_;
   sched::Snapshot& snap_;
   Occupancy& occupancy_;
   util::VirtualClock clock_;
-  cloud::ProviderPtr provider_;
+  std::unique_ptr<drive::Fleet> cloud_;
   cloud::CostLedger ledger_;
-  std::vector<PoolState> pools_;
-  std::vector<Request> requests_;  // by request id - 1
-  std::vector<Slot> slots_;        // by snapshot node index
+  std::vector<double> prior_rate_;       // per pool: interruptions per node-hour before any
+  std::vector<double> spot_node_hours_;  // per pool: for the observed interruption rate
+  std::vector<Slot> slots_;              // by snapshot node index
   std::vector<int> free_slots_;
-  util::Time polled_{};
-  std::vector<std::pair<cloud::RequestId, int>> handled_at_polled_;  // (request, event kind)
-  int up_ = 0;
-  int gpus_up_ = 0;
-  double usd_per_hour_ = 0;
-  int interruptions_ = 0;
-  int64_t refusals_ = 0;
+  std::map<cloud::RequestId, int> node_of_;  // request -> snapshot node index, while up
 };
 
 }  // namespace trainyard::sim

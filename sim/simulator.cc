@@ -578,13 +578,7 @@ class Simulation {
   // jobs wait: without that wake a run whose requests were all refused would end there, with
   // its jobs unfinished long before the horizon.
   void wake_at_next_cloud_event(Time now) {
-    auto next = fleet_->next_event();
-    if (next && *next <= now) next.reset();
-    if (pending_ > 0) {
-      if (auto reopen = fleet_->next_reopen(now); reopen && (!next || *reopen < *next)) {
-        next = reopen;
-      }
-    }
+    const auto next = fleet_->next_wake(now, pending_ > 0);
     if (!next) return;
     if (next_wake_ > now && next_wake_ <= *next) return;  // an earlier wake is queued
     next_wake_ = *next;

@@ -221,8 +221,11 @@ TEST_F(CapacityTest, ARefusedSpotRequestBlocksItsZoneAndThePoolOnlyOnceEveryZone
   Fleet f(c.capacity, std::move(*pools),
           cloud::make_simcloud(catalog->offerings, {}, no_spot, clock_), clock_);
   ASSERT_EQ(f.pools()[0].zones.size(), 3u);
-  const util::Time first = clock_.now() + util::seconds(1);
+  // Back-offs count from the refusal (the request's time), not from the poll that saw it a
+  // second later: the simulator polls at the refusal, and both must reopen a zone alike.
+  const util::Time first = clock_.now();
   for (int zone = 0; zone < 3; ++zone) {
+    const util::Time refused = clock_.now();
     ASSERT_EQ(f.scale_up({.pool = 0, .zone = zone, .nodes = 1}).size(), 1u);
     clock_.advance_to(clock_.now() + util::seconds(1));
     const auto events = f.poll();
@@ -232,7 +235,7 @@ TEST_F(CapacityTest, ARefusedSpotRequestBlocksItsZoneAndThePoolOnlyOnceEveryZone
     f.add_pools(snap);
     const sched::SnapshotPool& p = snap.pools[0];
     // The refused zone waits; the pool is out only once no zone is left to try.
-    EXPECT_EQ(p.zones[zone].blocked_until, clock_.now() + c.capacity.spot_unavailable_backoff);
+    EXPECT_EQ(p.zones[zone].blocked_until, refused + c.capacity.spot_unavailable_backoff);
     if (zone < 2) {
       EXPECT_EQ(p.zones[zone + 1].blocked_until, util::Time{});
       EXPECT_EQ(p.unavailable_until, util::Time{}) << "after zone " << zone;

@@ -136,7 +136,7 @@ TEST(ServerConfigErrors, CapacityIsLocated) {
       {"capacity: {zoneBackof: 60}\n",
        "c.yaml:1:12: unknown field \"capacity.zoneBackof\" (did you mean \"zoneBackoff\"?; "
        "allowed: provider, catalog, seed, interruptionRatePerHour, provisioningDelay, "
-       "noticeSeconds, zoneBackoff, spotFallbackWait, throughputs, pools)"},
+       "noticeSeconds, zoneBackoff, spotFallbackWait, throughputs, spotTrace, pools)"},
       {"capacity:\n  pools:\n    - {name: a, provider: aws, instanceType: p3.2xlarge, "
        "maxNodes: 5000}\n",
        "c.yaml:3:68: capacity.pools[0].maxNodes must be a whole number from 1 to 1000, got "

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cloud/pool_offerings.h"
 #include "sched/plan.h"
 #include "sim/cost_scenarios.h"
 #include "sim/simulator.h"
@@ -170,7 +171,7 @@ TEST(CloudSim, AReclaimedZoneBacksOffSoTheReplacementGoesElsewhere) {
   std::vector<FleetNotice> notices;
   util::Time t{};
   while (notices.empty() && t < util::from_seconds(3600)) {
-    auto next = (*fleet)->next_event();
+    auto next = (*fleet)->next_wake(t, false);
     ASSERT_TRUE(next.has_value());
     t = *next;
     ASSERT_TRUE((*fleet)->poll(t, [&](const FleetNotice& n) { notices.push_back(n); }).is_ok());
