@@ -132,6 +132,14 @@ void QuotaLedger::return_to_cohort(int victim_team, std::span<const Assignment> 
   }
 }
 
+void QuotaLedger::return_to_cohort(int victim_team, std::span<const int64_t> per_key, int sign,
+                                   std::span<int64_t> cohort_left) const {
+  if (victim_team < 0 || cohort_left.empty() || cohort_of(victim_team) < 0) return;
+  for (int k = 0; k < keys_; ++k) {
+    if (quota(victim_team, k).nominal_milli >= 0) cohort_left[k] += sign * per_key[k];
+  }
+}
+
 QuotaLedger::PlacementUsage QuotaLedger::compact_usage(
     std::span<const Assignment> placement) const {
   delta(placement, &scratch_);

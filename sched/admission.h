@@ -53,6 +53,9 @@ class QuotaLedger {
     int64_t milli = 0;
   };
   PlacementUsage compact_usage(std::span<const Assignment> placement) const;
+  // return_to_cohort() for usage per key (usage_of()'s form), such as several jobs' summed.
+  void return_to_cohort(int victim_team, std::span<const int64_t> per_key, int sign,
+                        std::span<int64_t> cohort_left) const;
   // return_to_cohort() for a placement whose compact_usage() is `usage`.
   void return_to_cohort(int victim_team, const PlacementUsage& usage,
                         std::span<const Assignment> placement, int sign,

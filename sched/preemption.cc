@@ -86,7 +86,13 @@ void condemn(PlanContext& ctx, const SnapshotJob& job, std::vector<int> victims,
   // By job id, not vector position, so the plan does not depend on the snapshot's job order.
   std::sort(victims.begin(), victims.end(),
             [&](int a, int b) { return ctx.snap.jobs[a].id < ctx.snap.jobs[b].id; });
+  const int keys = ctx.ledger.keys();
   for (int v : victims) {
+    const int team = ctx.snap.jobs[v].team;
+    if (!ctx.reclaimable_usage.empty() && team >= 0) {
+      const std::vector<int64_t> usage = ctx.ledger.usage_of(ctx.snap.jobs[v].placement);
+      for (int k = 0; k < keys; ++k) ctx.reclaimable_usage[team * keys + k] -= usage[k];
+    }
     ctx.condemned[v] = 1;  // leaving now, and promised to this job: not in victim_order.leaving
     order.gone[order.pos_of[v]] = 1;
     ctx.plan.preemptions.push_back({ctx.snap.jobs[v].id, job.id, cause_of(ctx.traits.victims)});
@@ -101,6 +107,40 @@ struct Candidate {
   int32_t pos;  // in the victim order
   bool leaving;
 };
+
+// Whether `job` could be admitted with `wants` if every job a reclaim may take from the teams
+// in `reclaimable`, and every leaving job of the other teams of its cohort, gave its quota back
+// to `cohort_left` (a copy). Giving back only ever helps, so when this fails, so does the
+// search, which then need not look at each candidate.
+bool reclaim_could_admit(PlanContext& ctx, const SnapshotJob& job, std::span<const int64_t> wants,
+                         std::vector<int64_t> cohort_left, std::span<const uint8_t> reclaimable) {
+  VictimOrder& order = ctx.victim_order;
+  const int keys = ctx.ledger.keys();
+  const int teams = static_cast<int>(ctx.snap.teams.size());
+  if (ctx.reclaimable_usage.empty()) {
+    ctx.reclaimable_usage.assign(static_cast<size_t>(teams) * keys, 0);
+    const auto end = static_cast<int32_t>(order.jobs.size());
+    for (int32_t pos = order.staying_from(0); pos < end; pos = order.staying_from(pos + 1)) {
+      const VictimFacts& f = order.facts[pos];
+      if (!f.running_preemptible || f.team < 0) continue;
+      const std::vector<int64_t> usage = ctx.ledger.usage_of(order.placement(pos));
+      for (int k = 0; k < keys; ++k) ctx.reclaimable_usage[f.team * keys + k] += usage[k];
+    }
+  }
+  if (cohort_left.empty()) return true;  // no cohort: the search decides
+  for (int t = 0; t < teams; ++t) {
+    if (!reclaimable[t]) continue;
+    ctx.ledger.return_to_cohort(
+        t, std::span(ctx.reclaimable_usage).subspan(static_cast<size_t>(t) * keys, keys), +1,
+        cohort_left);
+  }
+  for (int32_t pos : order.leaving) {
+    const int team = order.facts[pos].team;
+    if (team < 0 || team == job.team || !ctx.ledger.same_cohort(team, job.team)) continue;
+    ctx.ledger.return_to_cohort(team, order.placement(pos), +1, cohort_left);
+  }
+  return ctx.ledger.check_usage(job.team, wants, cohort_left).admitted;
+}
 
 }  // namespace
 
@@ -206,6 +246,7 @@ bool reclaim_lent_quota(PlanContext& ctx, int job_idx, const std::vector<Assignm
   // works on a copy of what the cohort has left and leaves the ledger as it is: the victims
   // hold their quota until they stop.
   std::vector<int64_t> cohort_left = ctx.ledger.cohort_left_of(job.team);
+  if (!reclaim_could_admit(ctx, job, wants, cohort_left, reclaimable)) return false;
   if (ctx.victim_usage_known.empty()) {
     ctx.victim_usage.resize(order.jobs.size());
     ctx.victim_usage_known.assign(order.jobs.size(), 0);

@@ -66,6 +66,10 @@ struct PlanContext {
   // reclaim search returns the same candidates' usage, some of them twice.
   std::vector<QuotaLedger::PlacementUsage> victim_usage;
   std::vector<uint8_t> victim_usage_known;
+  // Quota reclaim: per team (x quota keys), the usage of its jobs that a reclaim may take
+  // (running, preemptible, past their minimum run time, not condemned); filled at the first
+  // reclaim search, kept as victims are condemned. Bounds what any search could give back.
+  std::vector<int64_t> reclaimable_usage;
   // Counts one victim search; false (and the job waits PreemptionDeferred) when the plan's
   // budget is spent.
   bool take_search(const SnapshotJob& job) {
