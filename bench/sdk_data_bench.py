@@ -11,7 +11,15 @@ each, after one warm-up epoch (files are in the page cache for all of them):
                             flips and scaling for a whole RecordBatch with numpy gathers
                             (checked at start to give decode()'s tensors for the same draws)
   trainyard-thread          the same with worker threads
+  trainyard-process-mapped  trainyard-process with mapped=True: decode_batch reads the records
+                            where they lie in the page cache (shards mapped into memory,
+                            each record's crc32 checked there), no copy
+  trainyard-thread-mapped   the same with worker threads
   trainyard-thread-records  data.Loader, worker threads, decode() per record and collate
+
+Every trainyard contender checks every record's crc32, as the format requires; it is computed
+by trainyard.crc32's fastest implementation here (isa-l or libdeflate when installed, else
+zlib), printed in the header.
 
 Prints the median of --runs epochs per contender (times --rounds: the contenders take
 turns, so a busy spell on a shared machine hits them all), the ratios the SDK aims for
@@ -48,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 
 CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread",
-              "trainyard-thread-records")
+              "trainyard-process-mapped", "trainyard-thread-mapped", "trainyard-thread-records")
 
 
 def make_records(root, n):
@@ -140,17 +148,19 @@ def check_decode_batch(shards):
     from trainyard import data
     ds = data.ShardDataset(shards)
     picks = list(range(0, len(ds), max(1, len(ds) // 50)))
-    batch = ds.read_batch(picks)
-    rng = numpy.random.default_rng(1)
-    hw = [(r[0] | r[1] << 8, r[2] | r[3] << 8) for r in map(bytes, batch)]
-    y = numpy.array([rng.integers(0, h - 32) for h, _ in hw])
-    x = numpy.array([rng.integers(0, w - 32) for _, w in hw])
-    flip = rng.random(len(picks)) < 0.5
-    want = torch.stack([decode_at(bytes(r), int(y[k]), int(x[k]), bool(flip[k]))
-                        for k, r in enumerate(batch)])
-    got = decode_batch_at(batch, y, x, flip)
-    if not torch.equal(got, want):
-        raise SystemExit("decode_batch does not match decode: the comparison would be unfair")
+    for mapped in (False, True):
+        batch = ds.read_batch(picks, mapped=mapped)
+        rng = numpy.random.default_rng(1)
+        hw = [(r[0] | r[1] << 8, r[2] | r[3] << 8) for r in map(bytes, batch)]
+        y = numpy.array([rng.integers(0, h - 32) for h, _ in hw])
+        x = numpy.array([rng.integers(0, w - 32) for _, w in hw])
+        flip = rng.random(len(picks)) < 0.5
+        want = torch.stack([decode_at(bytes(r), int(y[k]), int(x[k]), bool(flip[k]))
+                            for k, r in enumerate(batch)])
+        got = decode_batch_at(batch, y, x, flip)
+        if not torch.equal(got, want):
+            raise SystemExit("decode_batch does not match decode (mapped=%s): the comparison "
+                             "would be unfair" % mapped)
 
 
 def add_open_latency(data_format, seconds):
@@ -182,6 +192,19 @@ def cpu_seconds(pids):
             continue
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def anon_mb(pid):
+    """The process's anonymous resident memory now (RssAnon): its own allocations, without
+    the file pages it maps (page cache, which the kernel reclaims at need)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
@@ -231,7 +254,7 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
     else:
         loader = data.Loader(shards, batch, seed=0, decode_batch=decode_batch,
                              workers=workers, worker_type=kind.split("-")[1],
-                             prefetch=2 * workers)
+                             prefetch=2 * workers, mapped=kind.endswith("-mapped"))
     times, cpus = [], []
     count = 0
     for epoch in range(runs + 1):
@@ -245,12 +268,14 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
             times.append(time.perf_counter() - t)
             cpus.append(cpu_seconds(pids) - c)
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    main_anon = anon_mb(os.getpid())
     if hasattr(loader, "close"):
         loader.close()
     del loader
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps({"kind": kind, "records": count, "times": times, "cpus": cpus,
-                      "main_rss_mb": main_rss, "worker_rss_mb": child_rss}))
+                      "main_rss_mb": main_rss, "main_anon_mb": main_anon,
+                      "worker_rss_mb": child_rss}))
 
 
 def table(args, n, files, shards, latency_ms):
@@ -266,7 +291,7 @@ def table(args, n, files, shards, latency_ms):
             if kind in results:
                 results[kind]["times"] += r["times"]
                 results[kind]["cpus"] += r["cpus"]
-                for k in ("main_rss_mb", "worker_rss_mb"):
+                for k in ("main_rss_mb", "main_anon_mb", "worker_rss_mb"):
                     results[kind][k] = max(results[kind][k], r[k])
             else:
                 results[kind] = r
@@ -277,18 +302,18 @@ def table(args, n, files, shards, latency_ms):
           "load average %.1f; %s" % (n, args.batch, args.workers, args.runs * args.rounds,
                                      args.rounds, args.runs, os.cpu_count(),
                                      os.getloadavg()[0], where))
-    print("%-24s %10s %9s %9s %11s %12s %14s" % (
+    print("%-24s %10s %9s %9s %11s %12s %13s %14s" % (
         "loader", "records/s", "vs files", "vs shards", "CPU us/rec", "main RSS MB",
-        "worker RSS MB"))
+        "main anon MB", "worker RSS MB"))
     for kind, r in results.items():
         rate = r["records"] / base[kind]
 
         def ratio(other):
             return ("%8.2fx" % (base[other] / base[kind])) if other in base else "%9s" % "-"
         cpu = 1e6 * statistics.median(r["cpus"]) / r["records"]
-        print("%-24s %10.0f %9s %9s %11.1f %12.0f %14.0f" % (
+        print("%-24s %10.0f %9s %9s %11.1f %12.0f %13.0f %14.0f" % (
             kind, rate, ratio("dataloader-files"), ratio("dataloader-shards"), cpu,
-            r["main_rss_mb"], r["worker_rss_mb"]))
+            r["main_rss_mb"], r["main_anon_mb"], r["worker_rss_mb"]))
     sys.stdout.flush()
 
 
@@ -320,7 +345,9 @@ def main():
         root = tmp.name
     t = time.perf_counter()
     files, shards = make_records(root, n)
-    print("data: %d records in %s (%.1f s to write)" % (n, root, time.perf_counter() - t))
+    from trainyard import crc32
+    print("data: %d records in %s (%.1f s to write); crc32 by %s" % (
+        n, root, time.perf_counter() - t, crc32.IMPLEMENTATION))
     check_decode_batch(shards)
     latencies = [0.0] + ([args.file_latency_ms] if args.file_latency_ms > 0 else [])
     for latency in latencies:

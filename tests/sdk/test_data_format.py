@@ -141,6 +141,52 @@ class FormatTest(unittest.TestCase):
                       [0, 2, 5] + list(range(6, 1506, 2))):  # small gaps read into a sink
             self.assertEqual([bytes(r) for r in ds.read_batch(picks)], ds.read_many(picks))
 
+    def test_mapped_read_batch_points_into_the_shards_and_checks_every_record(self):
+        self.write()
+        ds = data.ShardDataset(self.dir)
+        picks = [499, 3, 250, 4, 3, 0, 1, 2, 498]
+        batch = ds.read_batch(picks, mapped=True)
+        self.assertEqual([bytes(r) for r in batch], [records(500)[i] for i in picks])
+        self.assertEqual(batch.lengths, [len(records(500)[i]) for i in picks])
+        self.assertTrue(batch.data.readonly)
+        for k in range(len(batch)):  # the documented way to find record k
+            o, n = batch.offsets[k], batch.lengths[k]
+            self.assertEqual(bytes(batch.data[o:o + n]), records(500)[picks[k]])
+        with self.assertRaises(TypeError):
+            batch.data[batch.offsets[0]] = 0
+        kept = batch[1]
+        batch.release()
+        ds.close()  # the mapping stays while a view of it lives
+        self.assertEqual(bytes(kept), records(500)[3])
+        self.assertEqual(len(data.ShardDataset(self.dir).read_batch([], mapped=True)), 0)
+        with self.assertRaises(IndexError):
+            data.ShardDataset(self.dir).read_batch([0, 500], mapped=True)
+        other = os.path.join(self.tmp.path, "zlib")
+        data.write_dataset(other, records(50), codec="zlib", shard_bytes=4000)
+        got = data.ShardDataset(other).read_batch([7, 1], mapped=True)  # copied: compressed
+        self.assertEqual([bytes(r) for r in got], [records(50)[7], records(50)[1]])
+
+    def test_mapped_read_batch_catches_a_damaged_record(self):
+        self.write()
+        path = self.shard_path(1)
+        ds = data.ShardDataset(self.dir)
+        first = ds.starts[1]  # record 0 of shard 1
+        ds.read_batch([first, 0], mapped=True)  # mapped before the damage
+        with open(path, "r+b") as f:
+            f.seek(len(data_format.MAGIC) + 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x40]))
+        for fresh in (False, True):
+            with self.subTest(fresh=fresh):
+                if fresh:
+                    ds = data.ShardDataset(self.dir)
+                with self.assertRaisesRegex(data.DataError, "%s is corrupted: record 0 fails "
+                                            "its crc32" % path):
+                    ds.read_batch([0, first], mapped=True)
+                self.assertEqual([bytes(r) for r in ds.read_batch([first + 1], mapped=True)],
+                                 [records(500)[first + 1]])
+
     def test_damaged_shard_index_or_trailer_is_detected(self):
         self.write()
         path = self.shard_path(-1)

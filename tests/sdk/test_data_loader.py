@@ -67,10 +67,13 @@ class LoaderTest(unittest.TestCase):
         kw = dict(seed=5, shuffle_buffer=40, batch_size=7)
         whole = self.loader(**kw)
         reference = list(whole) + list(whole)  # two epochs
-        for workers, kind in ((0, "process"), (2, "thread"), (2, "process")):
+        mapped = dict(decode=None, mapped=True,
+                      decode_batch=lambda b: [decode(bytes(r)) for r in b])
+        for workers, kind, extra in ((0, "process", {}), (2, "thread", {}), (2, "process", {}),
+                                     (2, "thread", mapped), (2, "process", mapped)):
             for stop in (1, 13, 28, 29, 50):
-                with self.subTest(workers=workers, kind=kind, stop=stop):
-                    first = self.loader(workers=workers, worker_type=kind, **kw)
+                with self.subTest(workers=workers, kind=kind, stop=stop, mapped=bool(extra)):
+                    first = self.loader(workers=workers, worker_type=kind, **kw, **extra)
                     got = []
                     while len(got) < stop:
                         for b in first:
@@ -79,7 +82,7 @@ class LoaderTest(unittest.TestCase):
                                 break
                     state = first.state()
                     first.close()
-                    second = self.loader(workers=workers, worker_type=kind, **kw)
+                    second = self.loader(workers=workers, worker_type=kind, **kw, **extra)
                     second.load(state)
                     while len(got) < len(reference):
                         got += list(second)
@@ -147,15 +150,23 @@ class LoaderTest(unittest.TestCase):
         def decode_batch(batch):
             return [int(bytes(r)[1:]) for r in batch]
 
+        def by_offsets(batch):  # the documented way, right for copied and mapped batches
+            return [int(bytes(batch.data[o:o + n])[1:])
+                    for o, n in zip(batch.offsets, batch.lengths)]
+
         want = list(self.loader(seed=2, batch_size=9, drop_last=False))
         for workers, kind in ((0, "thread"), (2, "thread"), (2, "process")):
-            with self.subTest(workers=workers, kind=kind):
-                got = list(self.loader(seed=2, batch_size=9, drop_last=False, decode=None,
-                                       decode_batch=decode_batch, workers=workers,
-                                       worker_type=kind))
-                self.assertEqual(got, want)
+            for mapped in (False, True):
+                for fn in (decode_batch, by_offsets):
+                    with self.subTest(workers=workers, kind=kind, mapped=mapped, fn=fn):
+                        got = list(self.loader(seed=2, batch_size=9, drop_last=False,
+                                               decode=None, decode_batch=fn, workers=workers,
+                                               worker_type=kind, mapped=mapped))
+                        self.assertEqual(got, want)
         with self.assertRaisesRegex(ValueError, "decode_batch replaces decode"):
             self.loader(decode_batch=decode_batch)
+        with self.assertRaisesRegex(ValueError, "mapped=True needs decode_batch"):
+            self.loader(mapped=True)
 
     def test_decode_batch_over_a_dataset_without_read_batch(self):
         class Plain:
@@ -177,11 +188,14 @@ class LoaderTest(unittest.TestCase):
             views.append(list(batch))  # memoryviews into the batch's buffer, kept
             return len(batch)
 
-        loader = self.loader(seed=4, decode=None, decode_batch=keep, workers=1,
-                             worker_type="thread")
-        list(loader)
-        got = [int(bytes(v)[1:]) for vs in views for v in vs]
-        self.assertEqual(got, loader.rank_order(0)[:len(got)])
+        for mapped in (False, True):
+            views.clear()
+            loader = self.loader(seed=4, decode=None, decode_batch=keep, workers=1,
+                                 worker_type="thread", mapped=mapped)
+            list(loader)
+            loader.close()
+            got = [int(bytes(v)[1:]) for vs in views for v in vs]
+            self.assertEqual(got, loader.rank_order(0)[:len(got)])
 
     @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
     def test_process_workers_hand_arrays_over_through_shared_memory(self):

@@ -9,6 +9,7 @@ forked processes) only decode batches whose indices the main process chose.
 
 import atexit
 import ctypes
+import functools
 import os
 import random
 import signal
@@ -195,8 +196,10 @@ class _BatchWork:
     """decode_batch(RecordBatch) per batch; each worker thread or process reads into a
     buffer of its own that it reuses from batch to batch (RecordBatch says when not)."""
 
-    def __init__(self, dataset, decode_batch):
+    def __init__(self, dataset, decode_batch, mapped=False):
         read_batch = getattr(dataset, "read_batch", None)
+        if read_batch is not None and mapped:
+            read_batch = functools.partial(read_batch, mapped=True)
         if read_batch is None:
             read_many = getattr(dataset, "read_many", None) or (
                 lambda idx: [dataset[i] for i in idx])
