@@ -20,7 +20,8 @@ util::Status unexpected_reply(std::string_view endpoint, const util::Status& st)
 template <typename View>
 util::Result<View> read_reply(const nlohmann::json& reply, std::string_view endpoint) {
   View v;
-  if (auto st = model::from_json(reply, v); !st.is_ok()) return unexpected_reply(endpoint, st);
+  // Unqualified: the views' from_json overloads are found by argument-dependent lookup.
+  if (auto st = from_json(reply, v); !st.is_ok()) return unexpected_reply(endpoint, st);
   return v;
 }
 

@@ -3,21 +3,34 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
+#include "model/api_cluster_views.h"
 
 namespace trainyard::cli {
 namespace {
 
 using nlohmann::json;
 
-// -o name prints KIND/NAME per item (list_output.h); wide and the table go to `table`.
-int print(const json& j, const std::string& output, const std::string& kind,
-          const std::function<void()>& table) {
-  if (print_names(j["items"], output, kind, "name")) return kExitOk;
-  if (!print_structured(j, output)) table();
+// -o name prints KIND/NAME per item (list_output.h); -o json and yaml print the server's reply
+// as it came; wide and the table go to `table`.
+template <typename Item>
+int print(const std::vector<Item>& items, const json& raw, const std::string& output,
+          const std::string& kind, const std::function<void()>& table) {
+  if (output == "name") {
+    for (const auto& item : items) std::cout << kind << "/" << item.name << "\n";
+    return kExitOk;
+  }
+  if (!print_structured(raw, output)) table();
   return kExitOk;
+}
+
+std::string gpus_text(const model::GpusByModel& gpus) {
+  std::string out;
+  for (const auto& [k, v] : gpus) out += (out.empty() ? "" : ",") + k + "=" + json(v).dump();
+  return out;
 }
 
 Runner add_nodes(CLI::App& app) {
@@ -33,29 +46,25 @@ Runner add_nodes(CLI::App& app) {
   return [o] {
     if (auto st = check_list_output(o->output); !st.is_ok()) return report("nodes", st);
     ApiClient api(o->client);
-    auto r = api.get("/api/v1/nodes");
+    auto r = get_reply<model::NodeListView>(api, "/api/v1/nodes");
     if (!r.is_ok()) return report("nodes", r.status());
     const bool wide = o->output == "wide";
-    return print(*r, o->output, "node", [&] {
+    return print(r->view.items, r->raw, o->output, "node", [&] {
       std::vector<std::vector<std::string>> rows;
-      for (const auto& n : (*r)["items"]) {
-        const std::string zone = n.value("zone", "");
-        const double price = n.value("pricePerHour", 0.0);
-        rows.push_back({cell(n["name"]),
-                        n["gpuModel"].get<std::string>().empty() ? "-" : cell(n["gpuModel"]),
-                        fmt::format("{}/{}", cell(n["gpusInUse"]), cell(n["gpus"])),
-                        n.value("executor", "") == "slurm" ? "slurm"
-                        : n["simulated"].get<bool>()       ? "simulated"
-                                                           : "real",
-                        n["mig"].get<bool>() ? "yes" : "no",
-                        fmt::format("{}", n["cpuMilli"].get<int64_t>() / 1000),
-                        fmt::format("{}Gi", n["memoryBytes"].get<int64_t>() >> 30),
-                        n.value("pool", "-"), zone.empty() ? "-" : zone,
-                        n.contains("problem") ? fmt::format("{} ({})", n.value("state", "ready"),
-                                                            n["problem"].get<std::string>())
-                                              : n.value("state", "ready"),
-                        price > 0 ? fmt::format("{:.4f}", price) : "-"});
-        if (wide) rows.back().push_back(labels_cell(n.value("labels", json::object())));
+      for (const auto& n : r->view.items) {
+        const bool slurm = n.batch && n.batch->executor == "slurm";
+        const bool problem = n.batch && n.batch->problem;
+        rows.push_back({n.name, n.gpu_model.empty() ? "-" : n.gpu_model,
+                        fmt::format("{}/{}", n.gpus_in_use, n.gpus),
+                        slurm         ? "slurm"
+                        : n.simulated ? "simulated"
+                                      : "real",
+                        n.mig ? "yes" : "no", fmt::format("{}", n.cpu_milli / 1000),
+                        fmt::format("{}Gi", n.memory_bytes >> 30), n.pool,
+                        n.zone.empty() ? "-" : n.zone,
+                        problem ? fmt::format("{} ({})", n.state, *n.batch->problem) : n.state,
+                        n.price_per_hour > 0 ? fmt::format("{:.4f}", n.price_per_hour) : "-"});
+        if (wide) rows.back().push_back(labels_cell(n.labels));
       }
       std::vector<std::string> header = {"NAME",   "GPU",  "IN USE", "KIND",  "MIG", "CPU",
                                          "MEMORY", "POOL", "ZONE",   "STATE", "$/H"};
@@ -77,23 +86,22 @@ Runner add_queues(CLI::App& app) {
   return [o] {
     if (auto st = check_list_output(o->output); !st.is_ok()) return report("queues", st);
     ApiClient api(o->client);
-    auto r = api.get("/api/v1/queues");
+    auto r = get_reply<model::QueueListView>(api, "/api/v1/queues");
     if (!r.is_ok()) return report("queues", r.status());
     const bool wide = o->output == "wide";
-    return print(*r, o->output, "queue", [&] {
+    return print(r->view.items, r->raw, o->output, "queue", [&] {
       std::vector<std::vector<std::string>> rows;
-      for (const auto& q : (*r)["items"]) {
-        std::string quota;
-        for (const auto& [k, v] : q["quota"].items())
-          quota += (quota.empty() ? "" : ",") + k + "=" + cell(v);
-        rows.push_back({cell(q["name"]), cell(q["weight"]), quota.empty() ? "-" : quota,
-                        cell(q["pending"]), cell(q["running"]), cell(q["gpusInUse"])});
-        if (wide) rows.back().push_back(q.value("cohort", "").empty() ? "-" : cell(q["cohort"]));
+      for (const auto& q : r->view.items) {
+        const std::string quota = gpus_text(q.quota);
+        rows.push_back({q.name, json(q.weight).dump(), quota.empty() ? "-" : quota,
+                        std::to_string(q.pending), std::to_string(q.running),
+                        json(q.gpus_in_use).dump()});
+        if (wide) rows.back().push_back(q.cohort.empty() ? "-" : q.cohort);
       }
       std::vector<std::string> header = {"TEAM",    "WEIGHT",  "QUOTA",
                                          "PENDING", "RUNNING", "GPUS IN USE"};
       if (wide) header.push_back("COHORT");
-      std::cout << "policy: " << cell((*r)["policy"]) << "\n";
+      std::cout << "policy: " << r->view.policy << "\n";
       std::cout << render_table(header, rows);
     });
   };

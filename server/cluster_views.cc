@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
+#include "model/api_cluster_views.h"
 #include "sched/policy.h"
 #include "sched/snapshot_builder.h"
 #include "server/control_plane.h"
@@ -16,12 +17,12 @@ namespace trainyard::server {
 
 nlohmann::json ControlPlane::nodes() const {
   util::MutexLock lock(mu_);
-  nlohmann::json arr = nlohmann::json::array();
+  model::NodeListView out;
   for (size_t idx = 0; idx < nodes_.size(); ++idx) {
     const LocalNode& n = nodes_[idx];
     std::vector<std::vector<int64_t>> users(n.gpus.size());
     // Per GPU: what each placed worker holds of it (a MIG instance, a fraction, or all of it).
-    std::vector<nlohmann::json> shares(n.gpus.size(), nlohmann::json::array());
+    std::vector<std::vector<model::GpuShareView>> shares(n.gpus.size());
     const model::Accelerator* acc = model::find_accelerator(n.node.gpu_model);
     for (const auto& [id, job] : active_) {
       for (const auto& a : job.placement) {
@@ -30,58 +31,59 @@ nlohmann::json ControlPlane::nodes() const {
           if (std::find(users[a.gpu_idx].begin(), users[a.gpu_idx].end(), id.value()) ==
               users[a.gpu_idx].end())
             users[a.gpu_idx].push_back(id.value());
-          nlohmann::json share = {{"job", id.value()}, {"worker", a.worker}};
+          model::GpuShareView share{.job = id.value(), .worker = a.worker};
           if (a.mig_profile >= 0 && acc != nullptr &&
               a.mig_profile < static_cast<int>(acc->mig_profiles.size())) {
             const model::MigProfile& p = acc->mig_profiles[a.mig_profile];
-            share["migProfile"] = std::string(p.name);
-            share["migStart"] = a.mig_start;
-            share["computeSlices"] = p.compute_slices;
-            share["memorySlices"] = p.memory_slices;
-            share["gpuFraction"] = model::mig_gpu_fraction(p.compute_slices);
+            share.mig_profile = std::string(p.name);
+            share.mig_start = a.mig_start;
+            share.compute_slices = p.compute_slices;
+            share.memory_slices = p.memory_slices;
+            share.gpu_fraction = model::mig_gpu_fraction(p.compute_slices);
           } else {
-            share["gpuFraction"] = a.milli > 0 ? a.milli / 1000.0 : 1.0;
+            share.gpu_fraction = a.milli > 0 ? a.milli / 1000.0 : 1.0;
           }
           shares[a.gpu_idx].push_back(std::move(share));
         }
       }
     }
-    nlohmann::json gpus = nlohmann::json::array();
+    std::vector<model::NodeDeviceView> gpus;
     int used = 0;
     for (size_t g = 0; g < n.gpus.size(); ++g) {
       const auto& d = n.gpus[g];
       used += users[g].empty() ? 0 : 1;
-      gpus.push_back({{"index", d.index},
-                      {"uuid", d.uuid},
-                      {"name", d.name},
-                      {"memoryBytes", d.memory.value()},
-                      {"mig", d.mig_enabled},
-                      {"jobs", users[g]},
-                      {"shares", std::move(shares[g])}});
+      gpus.push_back({.index = d.index,
+                      .uuid = d.uuid,
+                      .name = d.name,
+                      .memory_bytes = d.memory.value(),
+                      .mig = d.mig_enabled,
+                      .jobs = std::move(users[g]),
+                      .shares = std::move(shares[g])});
     }
-    arr.push_back({{"name", n.node.name},
-                   {"gpuModel", n.node.gpu_model},
-                   {"gpus", n.node.gpu_count},
-                   {"gpusInUse", used},
-                   {"simulated", n.simulated},
-                   {"mig", n.node.mig_enabled},
-                   {"cpuMilli", n.node.cpu.value()},
-                   {"memoryBytes", n.node.memory.value()},
-                   {"labels", n.node.labels},
-                   {"pool", n.node.pool},
-                   {"zone", n.zone},
-                   {"state", n.cloud || n.batch ? std::string(model::node_state_name(n.node.state))
-                                                : "ready"},
-                   {"pricePerHour", n.price_per_hour},
-                   {"cloud", n.cloud},
-                   {"devices", std::move(gpus)}});
+    model::NodeView& row = out.items.emplace_back(model::NodeView{
+        .name = n.node.name,
+        .gpu_model = n.node.gpu_model,
+        .gpus = n.node.gpu_count,
+        .gpus_in_use = used,
+        .simulated = n.simulated,
+        .mig = n.node.mig_enabled,
+        .cpu_milli = n.node.cpu.value(),
+        .memory_bytes = n.node.memory.value(),
+        .labels = n.node.labels,
+        .pool = n.node.pool,
+        .zone = n.zone,
+        .state = n.cloud || n.batch ? std::string(model::node_state_name(n.node.state)) : "ready",
+        .price_per_hour = n.price_per_hour,
+        .cloud = n.cloud,
+        .devices = std::move(gpus)});
     if (n.batch) {
-      nlohmann::json& row = arr.back();
-      row["executor"] = "slurm";
-      row["address"] = n.address;
-      row["gpusHeldOutside"] = std::popcount(n.gpus_held_outside);
-      row["gpusInUse"] = used + std::popcount(n.gpus_held_outside);
-      if (!n.problem.empty()) row["problem"] = n.problem;
+      const int outside = std::popcount(n.gpus_held_outside);
+      row.gpus_in_use = used + outside;
+      row.batch = model::BatchNodeView{
+          .executor = "slurm",
+          .address = n.address,
+          .gpus_held_outside = outside,
+          .problem = n.problem.empty() ? std::nullopt : std::optional(n.problem)};
     }
   }
   if (fleet_) {
@@ -89,47 +91,45 @@ nlohmann::json ControlPlane::nodes() const {
     for (const auto& [id, f] : fleet_->nodes()) {
       if (f.state != FleetNodeState::Provisioning) continue;
       const FleetPool& p = fleet_->pools()[f.pool];
-      arr.push_back({{"name", f.name},
-                     {"gpuModel", p.pool.gpu_model},
-                     {"gpus", p.pool.gpus_per_node},
-                     {"gpusInUse", 0},
-                     {"simulated", true},
-                     {"mig", false},
-                     {"cpuMilli", p.pool.cpu.value()},
-                     {"memoryBytes", p.pool.memory.value()},
-                     {"labels", p.pool.labels},
-                     {"pool", p.pool.name},
-                     {"zone", f.zone >= 0 ? p.zones[f.zone].name : ""},
-                     {"state", "provisioning"},
-                     {"pricePerHour", f.price_per_hour},
-                     {"cloud", true},
-                     {"devices", nlohmann::json::array()}});
+      out.items.push_back({.name = f.name,
+                           .gpu_model = p.pool.gpu_model,
+                           .gpus = p.pool.gpus_per_node,
+                           .gpus_in_use = 0,
+                           .simulated = true,
+                           .mig = false,
+                           .cpu_milli = p.pool.cpu.value(),
+                           .memory_bytes = p.pool.memory.value(),
+                           .labels = p.pool.labels,
+                           .pool = p.pool.name,
+                           .zone = f.zone >= 0 ? p.zones[f.zone].name : "",
+                           .state = "provisioning",
+                           .price_per_hour = f.price_per_hour,
+                           .cloud = true});
     }
   }
-  nlohmann::json pools = nlohmann::json::array();
   if (fleet_) {
     for (const auto& p : fleet_->pools()) {
-      pools.push_back({{"name", p.pool.name},
-                       {"kind", std::string(model::pool_kind_name(p.pool.kind))},
-                       {"provider", p.pool.provider},
-                       {"instanceType", p.pool.instance_type},
-                       {"region", p.pool.region},
-                       {"gpuModel", p.pool.gpu_model},
-                       {"gpusPerNode", p.pool.gpus_per_node},
-                       {"minNodes", p.pool.min_nodes},
-                       {"maxNodes", p.pool.max_nodes},
-                       {"pricePerNodeHour", p.pool.price_per_node_hour},
-                       {"interruptions", p.interruptions}});
+      out.pools.push_back({.name = p.pool.name,
+                           .kind = std::string(model::pool_kind_name(p.pool.kind)),
+                           .provider = p.pool.provider,
+                           .instance_type = p.pool.instance_type,
+                           .region = p.pool.region,
+                           .gpu_model = p.pool.gpu_model,
+                           .gpus_per_node = p.pool.gpus_per_node,
+                           .min_nodes = p.pool.min_nodes,
+                           .max_nodes = p.pool.max_nodes,
+                           .price_per_node_hour = p.pool.price_per_node_hour,
+                           .interruptions = p.interruptions});
     }
   }
-  return nlohmann::json{{"items", std::move(arr)}, {"pools", std::move(pools)}};
+  return model::to_json(out);
 }
 
 nlohmann::json ControlPlane::queues(const Principal& who) const {
   struct Row {
     double weight = 1;
     std::string cohort;
-    nlohmann::json quota = nlohmann::json::object();
+    model::GpusByModel quota;
     int pending = 0, running = 0;
     int64_t gpu_milli = 0;
   };
@@ -180,30 +180,30 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
     snap.jobs.push_back(std::move(sj));
   }
   const auto traits = sched::find_policy(options_.config.policy.name);
-  const std::map<std::string, nlohmann::json> standing =
+  std::map<std::string, model::QueueStandingView> standing =
       queue_standing(snap, traits.is_ok() && traits->order == sched::QueueOrderKind::DominantShare);
-  nlohmann::json arr = nlohmann::json::array();
+  model::QueueListView out{.policy = options_.config.policy.name};
   for (const auto& [name, r] : rows) {
     if (!who.may_access_team(name)) continue;
-    arr.push_back({{"name", name},
-                   {"weight", r.weight},
-                   {"cohort", r.cohort},
-                   {"quota", r.quota},
-                   {"pending", r.pending},
-                   {"running", r.running},
-                   {"gpusInUse", static_cast<double>(r.gpu_milli) / 1000.0}});
-    if (auto it = standing.find(name); it != standing.end()) arr.back().update(it->second);
-    nlohmann::json budget = nullptr;
+    model::QueueView& q = out.items.emplace_back(
+        model::QueueView{.name = name,
+                         .weight = r.weight,
+                         .cohort = r.cohort,
+                         .quota = r.quota,
+                         .pending = r.pending,
+                         .running = r.running,
+                         .gpus_in_use = static_cast<double>(r.gpu_milli) / 1000.0});
+    if (auto it = standing.find(name); it != standing.end()) q.standing = std::move(it->second);
     for (const auto& t : options_.config.teams) {
       if (t.name != name || t.budget_usd <= 0) continue;
       const auto left = budget_left_.find(t.name);
-      budget = {{"period", t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month"},
-                {"budgetUsd", t.budget_usd},
-                {"spentUsd", left == budget_left_.end() ? 0.0 : t.budget_usd - left->second}};
+      q.budget = model::BudgetView{
+          .period = t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month",
+          .budget_usd = t.budget_usd,
+          .spent_usd = left == budget_left_.end() ? 0.0 : t.budget_usd - left->second};
     }
-    arr.back()["budget"] = std::move(budget);
   }
-  return nlohmann::json{{"items", std::move(arr)}, {"policy", options_.config.policy.name}};
+  return model::to_json(out);
 }
 
 }  // namespace trainyard::server

@@ -21,7 +21,8 @@ std::string key_name(const sched::Snapshot& snap, int k) {
 
 }  // namespace
 
-std::map<std::string, nlohmann::json> queue_standing(const sched::Snapshot& snap, bool fair) {
+std::map<std::string, model::QueueStandingView> queue_standing(const sched::Snapshot& snap,
+                                                               bool fair) {
   const sched::QuotaLedger ledger(snap, fair);
 
   const int teams = static_cast<int>(snap.teams.size());
@@ -78,27 +79,22 @@ std::map<std::string, nlohmann::json> queue_standing(const sched::Snapshot& snap
   std::vector<int> position(teams);
   for (int i = 0; i < teams; ++i) position[order[i]] = i + 1;
 
-  std::map<std::string, nlohmann::json> out;
+  std::map<std::string, model::QueueStandingView> out;
   for (int t = 0; t < teams; ++t) {
-    nlohmann::json usage = nlohmann::json::object(), borrow = nlohmann::json::object(),
-                   lend = nlohmann::json::object();
+    const sched::SnapshotTeam& team = snap.teams[t];
+    model::QueueStandingView& s = out[team.name];
     for (int k = 0; k < keys; ++k) {
       const std::string name = key_name(snap, k);
-      if (k + 1 < keys && ledger.usage(t, k) > 0) usage[name] = gpus_of(ledger.usage(t, k));
-      if (borrowed[t * keys + k] > 0) borrow[name] = gpus_of(borrowed[t * keys + k]);
-      if (lent[t * keys + k] > 0) lend[name] = gpus_of(lent[t * keys + k]);
+      if (k + 1 < keys && ledger.usage(t, k) > 0) s.usage[name] = gpus_of(ledger.usage(t, k));
+      if (borrowed[t * keys + k] > 0) s.borrowed[name] = gpus_of(borrowed[t * keys + k]);
+      if (lent[t * keys + k] > 0) s.lent[name] = gpus_of(lent[t * keys + k]);
     }
-    const sched::SnapshotTeam& team = snap.teams[t];
-    out[team.name] = {{"usage", std::move(usage)},
-                      {"borrowed", std::move(borrow)},
-                      {"lent", std::move(lend)},
-                      {"fairShare",
-                       {{"dominantShare", team.weight > 0 ? ledger.dominant_share(t) * team.weight
-                                                          : ledger.dominant_share(t)},
-                        {"pastUsageShare", team.past_usage_share},
-                        {"weightedShare", weighted[t]},
-                        {"position", position[t]},
-                        {"of", teams}}}};
+    s.fair_share = {.dominant_share = team.weight > 0 ? ledger.dominant_share(t) * team.weight
+                                                      : ledger.dominant_share(t),
+                    .past_usage_share = team.past_usage_share,
+                    .weighted_share = weighted[t],
+                    .position = position[t],
+                    .of = teams};
   }
   return out;
 }

@@ -7,15 +7,15 @@
 #include <map>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "model/api_cluster_views.h"
 #include "sched/snapshot.h"
 
 namespace trainyard::server {
 
 // Per team of `snap` (its nodes, teams with past_usage_share, and running jobs with their
-// placements): {"usage", "borrowed", "lent", "fairShare"} as docs/api.md describes them.
+// placements): usage, borrowed, lent and fair share as docs/api.md describes them.
 // `fair`: the fair policy runs, so teams without any quota get equal weighted shares.
-std::map<std::string, nlohmann::json> queue_standing(const sched::Snapshot& snap, bool fair);
+std::map<std::string, model::QueueStandingView> queue_standing(const sched::Snapshot& snap,
+                                                               bool fair);
 
 }  // namespace trainyard::server
