@@ -166,6 +166,22 @@ class FormatTest(unittest.TestCase):
         got = data.ShardDataset(other).read_batch([7, 1], mapped=True)  # copied: compressed
         self.assertEqual([bytes(r) for r in got], [records(50)[7], records(50)[1]])
 
+    def test_mapped_read_batch_copies_when_the_address_space_cannot_be_had(self):
+        self.write()
+        real = data_format._MappedShards
+
+        def refuse(sizes):
+            raise OSError(12, "Cannot allocate memory")
+        data_format._MappedShards = refuse
+        try:
+            ds = data.ShardDataset(self.dir)
+            with self.assertLogs("trainyard", "WARNING"):
+                batch = ds.read_batch([7, 2], mapped=True)
+        finally:
+            data_format._MappedShards = real
+        self.assertFalse(batch.data.readonly)  # a copy
+        self.assertEqual([bytes(r) for r in batch], [records(500)[7], records(500)[2]])
+
     def test_mapped_read_batch_catches_a_damaged_record(self):
         self.write()
         path = self.shard_path(1)

@@ -616,7 +616,7 @@ class ShardDataset:
         crc32 is checked right there, on every read, as when it is copied."""
         if self.codec != "none":
             return pack_records(self.read_many(indices), buffer)
-        if mapped and _can_map():
+        if mapped and _can_map() and self._mapped_region() is not None:
             return self._read_mapped(indices)
         lengths, offsets, by_shard, indexes = [], [], {}, {}
         total = 0
@@ -648,13 +648,22 @@ class ShardDataset:
         return RecordBatch(buffer, offsets, lengths)
 
     def _mapped_region(self):
+        """The dataset's _MappedShards, or None when its address space cannot be reserved
+        (then batches are copied, as without mapped=True)."""
         region = self._region
         if region is None:
             with self._region_lock:
                 if self._region is None:
-                    self._region = _MappedShards([s["bytes"] for s in self.shards])
+                    try:
+                        self._region = _MappedShards([s["bytes"] for s in self.shards])
+                    except OSError as e:
+                        import logging
+                        logging.getLogger("trainyard").warning(
+                            "trainyard: cannot map %s into memory (%s); reading records by "
+                            "copying them instead", self.directory, e)
+                        self._region = False
                 region = self._region
-        return region
+        return region or None
 
     def _read_mapped(self, indices):
         region = self._mapped_region()
