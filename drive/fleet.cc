@@ -92,6 +92,7 @@ void Fleet::gone(FleetNode& n) {
     --pool.provisioning;
   } else {
     --pool.ready;
+    free_slots_.push_back(n.slot);
     --up_;
     gpus_up_ -= pool.pool.gpus_per_node;
     usd_per_hour_ -= n.price_per_hour;
@@ -126,6 +127,12 @@ std::vector<FleetEvent> Fleet::poll() {
         if (n.state != FleetNodeState::Provisioning) continue;
         n.state = FleetNodeState::Ready;
         n.ready_at = e.time;
+        if (free_slots_.empty()) {
+          n.slot = slots_++;
+        } else {
+          n.slot = free_slots_.back();
+          free_slots_.pop_back();
+        }
         --pool.provisioning;
         ++pool.ready;
         ++up_;

@@ -53,6 +53,9 @@ struct FleetNode {
   util::Time ready_at{};
   util::Time deadline{};  // Noticed: when the provider takes it
   bool forced = false;    // interruption injected by force_interruption()
+  // Its place among the fleet's nodes once ready: a node that comes up takes the place of the
+  // node gone last. Both drivers list their nodes in this order (placement breaks ties by it).
+  int slot = -1;
 };
 
 // What changed in the fleet, for the driver to act upon, in the provider's order.
@@ -121,8 +124,10 @@ class Fleet {
   const util::Clock& clock_;
   FleetOptions options_;
   util::Time last_poll_{};
-  std::map<cloud::RequestId, FleetNode> nodes_;    // not gone yet
-  std::vector<int> next_number_;                   // per pool, for node names
+  std::map<cloud::RequestId, FleetNode> nodes_;  // not gone yet
+  std::vector<int> next_number_;                 // per pool, for node names
+  std::vector<int> free_slots_;                  // of nodes gone, the last gone at the back
+  int slots_ = 0;
   std::map<cloud::RequestId, util::Time> forced_;  // forced reclaims: when the node is taken
   std::vector<FleetEvent> injected_;               // forced notices, reported by the next poll
   int up_ = 0;

@@ -41,7 +41,15 @@ void ControlPlane::observe_fleet(Tx& tx) {
         idle_since_[n.node.name] = e.time;
         TY_LOG_INFO("fleet: node {} ready in {} ({} x {}, ${:.4f}/h)", n.node.name, n.zone,
                     n.node.gpu_count, n.node.gpu_model, n.price_per_hour);
-        nodes_.push_back(std::move(n));
+        // In slot order, as the simulator's snapshot holds its nodes, so placement breaks ties
+        // alike; a node inserted before others moves their placements' indices up.
+        size_t at = nodes_.size();
+        for (size_t i = 0; i < nodes_.size() && at == nodes_.size(); ++i)
+          if (nodes_[i].cloud && nodes_[i].slot > n.slot) at = i;
+        nodes_.insert(nodes_.begin() + static_cast<std::ptrdiff_t>(at), std::move(n));
+        for (auto& [id, job] : active_)
+          for (auto& a : job.placement)
+            if (a.node_idx >= static_cast<int>(at)) ++a.node_idx;
         break;
       }
       case FleetEvent::Kind::Notice: {

@@ -106,7 +106,8 @@ LocalNode Fleet::local_node(const FleetNode& n, util::NodeId id) const {
                 .simulated = true,
                 .zone = n.zone >= 0 ? fp.zones[n.zone].name : "",
                 .price_per_hour = n.price_per_hour,
-                .cloud = true};
+                .cloud = true,
+                .slot = n.slot};
   out.node.id = id;
   out.node.labels[model::kLabelPool] = fp.pool.name;
   const std::string model_name = acc != nullptr ? std::string(acc->name) : fp.pool.gpu_model;

@@ -18,6 +18,7 @@ struct LocalNode {
   std::string zone;
   double price_per_hour = 0;
   bool cloud = false;
+  int slot = -1;  // cloud nodes: drive::FleetNode::slot, the order nodes_ keeps them in
   // Nodes of a batch system (Slurm): where ranks on other nodes reach this one (MASTER_ADDR),
   // what jobs outside trainyard hold there now, and why it takes no work when it does not.
   bool batch = false;

@@ -84,13 +84,10 @@ util::Status Fleet::node_ready(const drive::FleetNode& fn, Time now) {
   n.id = util::NodeId(fn.request);
   snap_.now = now;
   sched::add_node(snap_, n);
-  int idx = static_cast<int>(snap_.nodes.size()) - 1;
-  if (!free_slots_.empty()) {
-    const int slot = free_slots_.back();
-    free_slots_.pop_back();
-    snap_.nodes[slot] = std::move(snap_.nodes.back());
+  const int idx = fn.slot;  // the snapshot holds the fleet's nodes alone, each in its slot
+  if (idx + 1 < static_cast<int>(snap_.nodes.size())) {
+    snap_.nodes[idx] = std::move(snap_.nodes.back());
     snap_.nodes.pop_back();
-    idx = slot;
   }
   snap_.nodes[idx].idle_since = now;
   if (static_cast<size_t>(idx) >= slots_.size()) slots_.resize(idx + 1);
@@ -116,7 +113,6 @@ void Fleet::node_gone(int idx, Time now) {
   n.name = "(gone) " + s.name;
   node_of_.erase(s.request);
   s = Slot{};
-  free_slots_.push_back(idx);
 }
 
 std::optional<Time> Fleet::set_holders(int node_idx, std::vector<cloud::CostShare> shares,

@@ -113,10 +113,9 @@ class Fleet {
   util::VirtualClock clock_;
   std::unique_ptr<drive::Fleet> cloud_;
   cloud::CostLedger ledger_;
-  std::vector<double> prior_rate_;       // per pool: interruptions per node-hour before any
-  std::vector<double> spot_node_hours_;  // per pool: for the observed interruption rate
-  std::vector<Slot> slots_;              // by snapshot node index
-  std::vector<int> free_slots_;
+  std::vector<double> prior_rate_;           // per pool: interruptions per node-hour before any
+  std::vector<double> spot_node_hours_;      // per pool: for the observed interruption rate
+  std::vector<Slot> slots_;                  // by snapshot node index = drive::FleetNode::slot
   std::map<cloud::RequestId, int> node_of_;  // request -> snapshot node index, while up
 };
 

@@ -330,12 +330,11 @@ TEST_P(CloudEquivalence, JobsRunAndCostTheSameThroughReclaims) {
   expect_same(simulate(script, GetParam(), dir_), serve(script, GetParam(), dir_), script);
 }
 
-// Known drift, not fixed yet: b2 ends (freeing two az2 nodes) at the second when a1's replacement
-// becomes ready in az1. The simulator puts a new node in the snapshot slot of the node gone last
-// (sim/fleet.cc), the server appends it after the nodes it has (capacity_loop.cc), so placement's
-// tie-break by node order sends a1 to az1 in one and to az2 in the other (same times, $0.08
-// apart). Enable once both drivers order their nodes alike.
-TEST_P(CloudEquivalence, DISABLED_AFreedNodeAndANewNodeAreOrderedAlike) {
+// b2 ends (freeing two az2 nodes) at the second when a1's replacement becomes ready in az1, and
+// placement breaks the tie by node order: both drivers must list the new node in the slot of
+// the node gone last (drive::FleetNode::slot), or a1 lands in az1 in one and in az2 in the other
+// (same times, $0.08 apart; the server used to append new nodes).
+TEST_P(CloudEquivalence, AFreedNodeAndANewNodeAreOrderedAlike) {
   const std::vector<ScriptedJob> script = {
       {"a1", 0, 1200, 1, 4, "a"},   {"b1", 100, 300, 1, 2, "b"},  {"b2", 900, 600, 2, 4, "b"},
       {"a2", 1000, 200, 1, 1, "a"}, {"a3", 1000, 400, 1, 2, "a"},
