@@ -425,10 +425,28 @@ class _SharedIn:
         os.close(self.fd)
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def _keep_heap(libc):
+    """Lets this worker's malloc keep freed memory for the next batch. With glibc's defaults
+    a batch's large arrays (a decoded batch of 64 3x32x32 floats is 786 KB) were mapped and
+    unmapped, or the heap trimmed, batch after batch, and every batch paid page faults for
+    its memory again: 23 against 17 CPU us per 44 KB record in the benchmark's worker. The
+    worker's memory stays bounded by its largest batches."""
+    try:
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+    except AttributeError:  # not glibc
+        pass
+
+
 def _process_main(conn, fn, shm=None):
     """A forked worker: batches in, results out, in order; dies with its parent."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        _keep_heap(libc)
     except (OSError, AttributeError):  # not Linux: a parent's SIGKILL may orphan it
         pass
     runtime.ignore_notice_signals()  # the main process acts on the notice (runtime.py)
