@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 namespace trainyard::sched {
@@ -268,12 +269,23 @@ std::optional<Time> next_decision_time(const Snapshot& snap, const PolicyConfig&
   // A preemptive policy may preempt a running job once its minimum run time is over: while jobs
   // wait, the end of the earliest protection is a decision time (a driver that plans on events
   // alone would otherwise see it only at the next arrival or finish).
+  // Under `priority`, only the protection of a job that some waiting job outranks counts
+  // (preemption.cc's eligible()): no other end can let anyone preempt. The other rules keep
+  // every end: their plans also change between events as running jobs' remaining time and
+  // service grow, and planning at fewer moments changed their results.
   if (traits->victims != VictimRule::None && cfg.min_runtime > Duration(0)) {
-    const bool waiting = std::any_of(snap.jobs.begin(), snap.jobs.end(),
-                                     [](const SnapshotJob& j) { return !j.is_running(); });
+    bool waiting = false;
+    int top_priority = std::numeric_limits<int>::min();
+    for (const SnapshotJob& j : snap.jobs) {
+      if (j.is_running()) continue;
+      waiting = true;
+      top_priority = std::max(top_priority, j.priority);
+    }
+    const bool by_priority = traits->victims == VictimRule::LowerPriority;
     if (waiting) {
       for (const SnapshotJob& job : snap.jobs) {
-        if (job.phase == JobPhase::Running && job.preemptible)
+        if (job.phase == JobPhase::Running && job.preemptible &&
+            (!by_priority || job.priority < top_priority))
           consider(job.started + cfg.min_runtime);
       }
     }

@@ -150,6 +150,27 @@ TEST(NextDecisionTime, AMinimumRunTimeEndingWhileJobsWaitIsADecisionTime) {
   EXPECT_EQ(next_decision_time(b.build(), priority), std::nullopt);
 }
 
+// Under priority, a protection's end counts only when a waiting job has a higher priority
+// than that job, so only then may it preempt it; other rules keep every end.
+TEST(NextDecisionTime, UnderPriorityAMinimumRunTimeEndCountsOnlyForAJobAWaitingJobOutranks) {
+  auto b = SnapshotForTest().now(500).node("n1", 8, "H100");
+  b.running(1, {.gpus = 4, .priority = 10}, {{"n1", {0, 1, 2, 3}}});
+  b.raw().jobs.back().started = util::from_seconds(400);
+  b.running(2, {.gpus = 4}, {{"n1", {4, 5, 6, 7}}});
+  b.raw().jobs.back().started = util::from_seconds(450);
+  b.pending(3, {.gpus = 8, .priority = 5});
+  PolicyConfig priority;
+  priority.name = "priority";
+  // Job 3 (priority 5) outranks job 2 (0), not job 1 (10): job 2's end at 750, not job 1's 700.
+  EXPECT_EQ(next_decision_time(b.build(), priority), util::from_seconds(750));
+  PolicyConfig srtf;
+  srtf.name = "srtf";
+  EXPECT_EQ(next_decision_time(b.build(), srtf), util::from_seconds(700));
+  auto c = b;
+  c.raw().jobs.back().priority = 0;
+  EXPECT_EQ(next_decision_time(c.build(), priority), std::nullopt);
+}
+
 TEST(RankJobs, TiesBreakBySubmitTimeThenIdNotVectorOrder) {
   auto b = SnapshotForTest().node("n1", 8, "H100");
   b.pending(9, {.submitted = 5}).pending(4, {.submitted = 5}).pending(7, {.submitted = 1});
