@@ -22,6 +22,7 @@
 #include "server/control_plane.h"
 #include "sim/fleet.h"
 #include "sim/simulator.h"
+#include "tests/drive/scripted_driver.h"
 #include "tests/server/fake_executor.h"
 
 namespace trainyard {
@@ -42,21 +43,10 @@ constexpr const char* kCatalog =
 // trace loops every 3,300 s.
 constexpr const char* kSpotTrace = "seconds,count\n0,8\n700,7\n1500,6\n2600,8\n";
 
-struct ScriptedJob {
-  std::string name;
-  int submit_s = 0;
-  int duration_s = 0;
-  int workers = 1;
-  int gpus = 1;  // per worker
-  std::string team = "a";
-};
+using drive_test::ScriptedJob;
 
-// When a job first started and finished (seconds from the start), how often it was stopped,
-// and what the ledger charged it.
-struct Outcome {
-  int64_t first_start = -1;
-  int64_t finish = -1;
-  int stops = 0;
+// A job's timeline and what the ledger charged it.
+struct Outcome : drive_test::Timeline {
   cloud::CostTotals cost;
 };
 
@@ -108,25 +98,7 @@ DriverRun simulate(const std::vector<ScriptedJob>& script, const std::string& po
   for (auto& [provider, lead] : scenario->simcloud.notice_lead)
     lead = util::seconds(kNoticeSeconds);
   scenario->simcloud.replay = cloud::SpotReplay{.every_offering = std::move(*trace)};
-  sim::Workload w;
-  for (const ScriptedJob& s : script) {
-    sim::TraceJob j;
-    j.name = s.name;
-    j.submit = util::from_seconds(s.submit_s);
-    j.duration = util::seconds(s.duration_s);
-    j.spec.team = s.team;
-    j.spec.workers = s.workers;
-    j.spec.worker.gpus = s.gpus;
-    j.spec.worker.cpu = model::CpuMilli(1000);
-    j.spec.worker.memory = model::gib(1);
-    j.spec.preemptible = true;
-    j.has_priority = true;
-    w.jobs.push_back(std::move(j));
-  }
-  sim::TraceOptions t;
-  t.checkpoint_interval = util::Duration(0);
-  t.runtime_limit = sim::RuntimeLimitMode::None;
-  sim::finalize(w, t);
+  const sim::Workload w = drive_test::scripted_workload(script, std::nullopt);
   auto cluster = sim::parse_cluster_yaml(
       "pools: [{name: v100-spot, kind: spot, provider: aws, instanceType: p3.8xlarge, "
       "maxNodes: 4}]\nteams: [{name: a}, {name: b}]\n",
@@ -176,7 +148,6 @@ cloud::CostTotals totals(const nlohmann::json& j) {
 DriverRun serve(const std::vector<ScriptedJob>& script, const std::string& policy,
                 const std::filesystem::path& dir) {
   util::VirtualClock clock{util::kEpoch + util::seconds(1'800'000'000)};
-  const util::Time t0 = clock.now();
   server::FakeExecutor exec;
   auto config = server::parse_server_config(
       fmt::format("capacity:\n  provider: simcloud\n  catalog: {}\n  throughputs: \"\"\n"
@@ -195,75 +166,17 @@ DriverRun serve(const std::vector<ScriptedJob>& script, const std::string& polic
                                  server::ControlPlane::nodes_from_devices({}), exec, clock);
   EXPECT_TRUE(plane.is_ok()) << plane.status().to_string();
   if (!plane.is_ok()) return {};
-  const server::Principal admin{.admin = true, .name = "test"};
-
+  std::vector<int64_t> ids;
+  const std::vector<drive_test::Timeline> timelines =
+      drive_test::serve_script(**plane, exec, clock, script, manifest, kNoticeSeconds, &ids);
+  if (timelines.empty()) return {};
   DriverRun out{.jobs = std::vector<Outcome>(script.size())};
-  std::vector<int64_t> ids(script.size(), -1);
-  std::map<int64_t, size_t> index_of;          // job id -> script index
-  std::map<size_t, int64_t> attempt_start;     // script index -> start of its running attempt
-  std::map<size_t, std::vector<int>> pids_of;  // script index -> its running attempt's workers
-  std::map<int, int64_t> stop_at;              // noticed pid -> when it exits 75
-  size_t launches_seen = 0, notices_seen = 0, finished = 0;
-  for (int64_t t = 0; t <= 20'000 && finished < script.size(); ++t) {
-    clock.advance_to(t0 + util::seconds(t));
-    for (size_t i = 0; i < script.size(); ++i) {
-      if (script[i].submit_s != t) continue;
-      auto r = (*plane)->submit(manifest(script[i]), "job.yaml", admin);
-      EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-      if (!r.is_ok()) return {};
-      ids[i] = (*r)["id"].get<int64_t>();
-      index_of[ids[i]] = i;
-    }
-    std::vector<size_t> done;
-    for (auto& [i, start] : attempt_start) {
-      if (t - start < script[i].duration_s) continue;
-      for (int pid : pids_of[i]) exec.exit(pid, 0);
-      done.push_back(i);
-    }
-    for (size_t i : done) attempt_start.erase(i);
-    for (auto it = stop_at.begin(); it != stop_at.end();) {
-      if (it->second > t) {
-        ++it;
-        continue;
-      }
-      if (exec.status[it->first].kind == exec::ExitKind::Running) exec.exit(it->first, 75);
-      for (auto& [i, pids] : pids_of)
-        if (std::find(pids.begin(), pids.end(), it->first) != pids.end()) attempt_start.erase(i);
-      it = stop_at.erase(it);
-    }
-    // Everything that happens at this second, as the simulator handles every event of one
-    // time before it moves on.
-    for (int round = 0; round < 4; ++round) {
-      EXPECT_TRUE((*plane)->reconcile_once().is_ok());
-      const size_t before = launches_seen + notices_seen;
-      for (; launches_seen < exec.launches.size(); ++launches_seen) {
-        const exec::WorkerLaunch& l = exec.launches[launches_seen];
-        const size_t i = index_of.at(l.job.value());
-        if (l.rank == 0) {
-          attempt_start[i] = t;
-          pids_of[i].clear();
-          if (out.jobs[i].first_start < 0) out.jobs[i].first_start = t;
-        }
-        pids_of[i].push_back(1000 + static_cast<int>(launches_seen));
-      }
-      for (; notices_seen < exec.notices.size(); ++notices_seen)
-        stop_at.emplace(exec.notices[notices_seen].first, t + kNoticeSeconds);
-      if (round > 0 && launches_seen + notices_seen == before) break;
-    }
-    for (size_t i : done) {
-      auto job = (*plane)->get_job(util::JobId(ids[i]), admin);
-      EXPECT_TRUE(job.is_ok() && (*job)["state"] == "succeeded") << script[i].name << " t=" << t;
-      if (!job.is_ok()) return {};
-      out.jobs[i].finish = t;
-      ++finished;
-      for (const auto& a : (*job)["attempts"])
-        out.jobs[i].stops += a["outcome"] == "preempted" || a["outcome"] == "requeued" ||
-                                     a["outcome"] == "interrupted"
-                                 ? 1
-                                 : 0;
-    }
+  std::map<int64_t, size_t> index_of;  // job id -> script index
+  for (size_t i = 0; i < script.size(); ++i) {
+    static_cast<drive_test::Timeline&>(out.jobs[i]) = timelines[i];
+    index_of[ids[i]] = i;
   }
-  EXPECT_EQ(finished, script.size()) << "the server left jobs unfinished";
+  const server::Principal admin{.admin = true, .name = "test"};
   auto cost = (*plane)->cost("", "-1d", "", admin);
   EXPECT_TRUE(cost.is_ok()) << cost.status().to_string();
   if (!cost.is_ok()) return {};
@@ -324,8 +237,9 @@ void expect_same(const DriverRun& simulated, const DriverRun& served,
 // of the first comes from the other zone, which reclaims the second), idle nodes released.
 TEST_P(CloudEquivalence, JobsRunAndCostTheSameThroughReclaims) {
   const std::vector<ScriptedJob> script = {
-      {"a1", 0, 1200, 1, 4, "a"},   {"b1", 100, 300, 1, 2, "b"},  {"b2", 900, 610, 2, 4, "b"},
-      {"a2", 1000, 200, 1, 1, "a"}, {"a3", 1000, 400, 1, 2, "a"},
+      {"a1", 0, 1200, 1, 4, "normal", true, "a"},   {"b1", 100, 300, 1, 2, "normal", true, "b"},
+      {"b2", 900, 610, 2, 4, "normal", true, "b"},  {"a2", 1000, 200, 1, 1, "normal", true, "a"},
+      {"a3", 1000, 400, 1, 2, "normal", true, "a"},
   };
   expect_same(simulate(script, GetParam(), dir_), serve(script, GetParam(), dir_), script);
 }
@@ -336,8 +250,9 @@ TEST_P(CloudEquivalence, JobsRunAndCostTheSameThroughReclaims) {
 // (same times, $0.08 apart; the server used to append new nodes).
 TEST_P(CloudEquivalence, AFreedNodeAndANewNodeAreOrderedAlike) {
   const std::vector<ScriptedJob> script = {
-      {"a1", 0, 1200, 1, 4, "a"},   {"b1", 100, 300, 1, 2, "b"},  {"b2", 900, 600, 2, 4, "b"},
-      {"a2", 1000, 200, 1, 1, "a"}, {"a3", 1000, 400, 1, 2, "a"},
+      {"a1", 0, 1200, 1, 4, "normal", true, "a"},   {"b1", 100, 300, 1, 2, "normal", true, "b"},
+      {"b2", 900, 600, 2, 4, "normal", true, "b"},  {"a2", 1000, 200, 1, 1, "normal", true, "a"},
+      {"a3", 1000, 400, 1, 2, "normal", true, "a"},
   };
   expect_same(simulate(script, GetParam(), dir_), serve(script, GetParam(), dir_), script);
 }

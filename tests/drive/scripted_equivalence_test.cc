@@ -18,6 +18,7 @@
 #include "server/control_plane.h"
 #include "sim/simulator.h"
 #include "sim/workload.h"
+#include "tests/drive/scripted_driver.h"
 #include "tests/server/fake_executor.h"
 
 namespace trainyard {
@@ -30,65 +31,20 @@ constexpr int kGraceSeconds = 30;
 // it, and srtf orders the server's jobs by what is left of it.
 constexpr int kLimitSlackSeconds = 60;
 
-struct ScriptedJob {
-  std::string name;
-  int submit_s = 0;
-  int duration_s = 0;
-  int workers = 1;
-  int gpus = 1;  // per worker
-  std::string priority_class = "normal";
-  bool preemptible = true;
-  std::string team = "a";
-};
-
-// When a job first started, when it finished, and how often it was preempted, in seconds from
-// the start of the script.
-struct Outcome {
-  int64_t first_start = -1;
-  int64_t finish = -1;
-  int preemptions = 0;
-  bool operator==(const Outcome&) const = default;
-};
+using drive_test::ScriptedJob;
+using Outcome = drive_test::Timeline;
 
 std::string describe(const std::vector<ScriptedJob>& script, const std::vector<Outcome>& o) {
   std::string out;
   for (size_t i = 0; i < o.size(); ++i) {
     out += fmt::format("  {:<4} start {:>5} finish {:>5} preempted {}\n", script[i].name,
-                       o[i].first_start, o[i].finish, o[i].preemptions);
+                       o[i].first_start, o[i].finish, o[i].stops);
   }
   return out;
 }
 
-int priority_of(const std::string& cls) {
-  if (cls == "high") return model::kPriorityHigh;
-  if (cls == "low") return model::kPriorityLow;
-  return model::kPriorityNormal;
-}
-
 std::vector<Outcome> simulate(const std::vector<ScriptedJob>& script, const std::string& policy) {
-  sim::Workload w;
-  for (const ScriptedJob& s : script) {
-    sim::TraceJob j;
-    j.name = s.name;
-    j.submit = util::from_seconds(s.submit_s);
-    j.duration = util::seconds(s.duration_s);
-    j.spec.team = s.team;
-    j.spec.workers = s.workers;
-    j.spec.worker.gpus = s.gpus;
-    j.spec.worker.cpu = model::CpuMilli(1000);
-    j.spec.worker.memory = model::gib(1);
-    j.spec.priority_class = s.priority_class;
-    j.spec.priority = priority_of(s.priority_class);
-    j.spec.preemptible = s.preemptible;
-    j.has_priority = true;
-    j.spec.runtime_limit = util::seconds(s.duration_s + kLimitSlackSeconds);
-    j.has_runtime_limit = true;
-    w.jobs.push_back(std::move(j));
-  }
-  sim::TraceOptions t;
-  t.checkpoint_interval = util::Duration(0);
-  t.runtime_limit = sim::RuntimeLimitMode::None;
-  sim::finalize(w, t);
+  const sim::Workload w = drive_test::scripted_workload(script, kLimitSlackSeconds);
   auto cluster = sim::parse_cluster_yaml(
       fmt::format("pools:\n  - {{name: sim, gpu: H100-80GB, gpusPerNode: {}, nodes: {}, cpu: "
                   "\"128\", memory: 1Ti}}\nteams: [{{name: a}}, {{name: b}}]\n",
@@ -110,7 +66,7 @@ std::vector<Outcome> simulate(const std::vector<ScriptedJob>& script, const std:
     const size_t i = static_cast<size_t>(j.id.value() - 1);
     out[i].first_start = static_cast<int64_t>(util::to_seconds(j.first_start));
     out[i].finish = static_cast<int64_t>(util::to_seconds(j.finish));
-    out[i].preemptions = j.preemptions;
+    out[i].stops = j.preemptions;
   }
   return out;
 }
@@ -157,90 +113,14 @@ std::string manifest(const ScriptedJob& s) {
 std::vector<Outcome> serve(const std::vector<ScriptedJob>& script, const std::string& policy,
                            const std::filesystem::path& dir) {
   util::VirtualClock clock{util::kEpoch + util::seconds(1'800'000'000)};
-  const util::Time t0 = clock.now();
   server::FakeExecutor exec;
   server::ControlPlaneOptions options{.state_dir = dir};
   options.config.policy.name = policy;
   auto plane = server::ControlPlane::open(options, nodes(), exec, clock);
   EXPECT_TRUE(plane.is_ok()) << plane.status().to_string();
   if (!plane.is_ok()) return {};
-  const server::Principal admin{.admin = true, .name = "test"};
-
-  std::vector<Outcome> out(script.size());
-  std::vector<int64_t> ids(script.size(), -1);
-  std::map<int64_t, size_t> index_of;          // job id -> script index
-  std::map<size_t, int64_t> attempt_start;     // script index -> start of its running attempt
-  std::map<size_t, std::vector<int>> pids_of;  // script index -> its running attempt's workers
-  std::map<int, size_t> job_of_pid;
-  size_t launches_seen = 0;
-  // A noticed worker saves for its whole grace period and exits 75 at its end, when the
-  // simulator stops the job.
-  std::map<int, int64_t> stop_at;  // pid -> when it exits
-  size_t notices_seen = 0;
-  size_t finished = 0;
-  const int64_t horizon = 20'000;
-  for (int64_t t = 0; t <= horizon && finished < script.size(); ++t) {
-    clock.advance_to(t0 + util::seconds(t));
-    for (size_t i = 0; i < script.size(); ++i) {
-      if (script[i].submit_s != t) continue;
-      auto r = (*plane)->submit(manifest(script[i]), "job.yaml", admin);
-      EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-      if (!r.is_ok()) return {};
-      ids[i] = (*r)["id"].get<int64_t>();
-      index_of[ids[i]] = i;
-    }
-    std::vector<size_t> done;  // jobs whose workers exit 0 now
-    for (auto& [i, start] : attempt_start) {
-      if (t - start < script[i].duration_s) continue;
-      for (int pid : pids_of[i]) exec.exit(pid, 0);
-      done.push_back(i);
-    }
-    for (size_t i : done) attempt_start.erase(i);
-    for (auto it = stop_at.begin(); it != stop_at.end();) {
-      if (it->second > t) {
-        ++it;
-        continue;
-      }
-      const auto [pid, i] = std::pair{it->first, job_of_pid.at(it->first)};
-      if (exec.status[pid].kind == exec::ExitKind::Running) exec.exit(pid, 75);
-      if (auto a = attempt_start.find(i); a != attempt_start.end()) attempt_start.erase(a);
-      it = stop_at.erase(it);
-    }
-    // Everything that happens at this second, as the simulator handles every event of one
-    // time before it moves on: exits seen, GPUs freed, the plan carried out, until a cycle
-    // starts and stops nothing more.
-    for (int round = 0; round < 4; ++round) {
-      EXPECT_TRUE((*plane)->reconcile_once().is_ok());
-      const size_t before = launches_seen + notices_seen;
-      for (; launches_seen < exec.launches.size(); ++launches_seen) {
-        const exec::WorkerLaunch& l = exec.launches[launches_seen];
-        const size_t i = index_of.at(l.job.value());
-        const int pid = 1000 + static_cast<int>(launches_seen);
-        if (l.rank == 0) {
-          attempt_start[i] = t;
-          pids_of[i].clear();
-          if (out[i].first_start < 0) out[i].first_start = t;
-        }
-        pids_of[i].push_back(pid);
-        job_of_pid[pid] = i;
-      }
-      for (; notices_seen < exec.notices.size(); ++notices_seen)
-        stop_at.emplace(exec.notices[notices_seen].first, t + kGraceSeconds);
-      if (round > 0 && launches_seen + notices_seen == before) break;
-    }
-    for (size_t i : done) {
-      auto job = (*plane)->get_job(util::JobId(ids[i]), admin);
-      EXPECT_TRUE(job.is_ok()) << job.status().to_string();
-      if (!job.is_ok()) return {};
-      EXPECT_EQ((*job)["state"], "succeeded") << script[i].name << " at t=" << t;
-      out[i].finish = t;
-      ++finished;
-      for (const auto& a : (*job)["attempts"])
-        out[i].preemptions += a["outcome"] == "preempted" || a["outcome"] == "requeued" ? 1 : 0;
-    }
-  }
-  EXPECT_EQ(finished, script.size()) << "the server left jobs unfinished by t=" << horizon;
-  return out;
+  std::vector<int64_t> ids;
+  return drive_test::serve_script(**plane, exec, clock, script, manifest, kGraceSeconds, &ids);
 }
 
 class ScriptedEquivalence : public ::testing::TestWithParam<std::string> {
