@@ -8,6 +8,7 @@
 #include "model/api_views.h"
 #include "model/internal/api_json.h"
 #include "model/quantity.h"
+#include "model/worker_limits.h"
 
 namespace trainyard::model {
 
@@ -25,23 +26,7 @@ constexpr const char* kMigKeyPrefix = "nvidia.com/mig-";
 // ---- writers ---------------------------------------------------------------------------------
 
 Json to_json(const WorkerRequest& w) {
-  // The spec's own form of resources.limits (job_manifest_json.cc writes the same).
-  Json out = Json::object();
-  if (!w.mig_profile.empty()) {
-    out[kMigKeyPrefix + w.mig_profile] = 1;
-  } else if (w.gpu_milli.value() > 0 && w.gpus == 0) {
-    out[kGpuKey] = static_cast<double>(w.gpu_milli.value()) / static_cast<double>(kMilliPerGpu);
-  } else {
-    out[kGpuKey] = w.gpus;
-  }
-  const int64_t cpu = w.cpu.value();
-  if (cpu % 1000 == 0) {
-    out["cpu"] = cpu / 1000;
-  } else {
-    out["cpu"] = std::to_string(cpu) + "m";
-  }
-  out["memory"] = format_bytes(w.memory);
-  return out;
+  return worker_limits_json<Json>(w);  // the spec's own form of resources.limits
 }
 
 Json to_json(const std::vector<PlacementView>& placement) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/job_manifest.h"
+#include "model/worker_limits.h"
 
 namespace trainyard::model {
 namespace {
@@ -32,32 +33,12 @@ Json node_selector_json(const JobSpec& spec) {
   return out;
 }
 
-Json limits_json(const WorkerRequest& w) {
-  Json out = Json::object();
-  if (!w.mig_profile.empty()) {
-    out["nvidia.com/mig-" + w.mig_profile] = 1;
-  } else if (w.gpu_milli.value() > 0 && w.gpus == 0) {
-    out["nvidia.com/gpu"] =
-        static_cast<double>(w.gpu_milli.value()) / static_cast<double>(kMilliPerGpu);
-  } else {
-    out["nvidia.com/gpu"] = w.gpus;
-  }
-  const int64_t cpu = w.cpu.value();
-  if (cpu % 1000 == 0) {
-    out["cpu"] = cpu / 1000;
-  } else {
-    out["cpu"] = std::to_string(cpu) + "m";
-  }
-  out["memory"] = format_bytes(w.memory);
-  return out;
-}
-
 Json template_json(const JobManifest& m) {
   Json env = Json::array();
   for (const auto& [name, value] : m.process.env) env.push_back({{"name", name}, {"value", value}});
   Json out = {{"command", m.process.command}, {"args", m.process.args}, {"env", env}};
   if (!m.process.working_dir.empty()) out["workingDir"] = m.process.working_dir;
-  out["resources"] = {{"limits", limits_json(m.spec.worker)}};
+  out["resources"] = {{"limits", worker_limits_json<Json>(m.spec.worker)}};
   return out;
 }
 
