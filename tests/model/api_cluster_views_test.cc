@@ -5,21 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "model/api_views.h"
+#include "tests/model/api_round_trip.h"
 
 namespace trainyard::model {
 namespace {
 
 using nlohmann::json;
-
-template <typename View>
-View round_trip(const View& v) {
-  const json j = to_json(v);
-  auto back = view_from_json<View>(j);
-  EXPECT_TRUE(back.is_ok()) << back.status().message() << "\n" << j.dump(2);
-  if (!back.is_ok()) return View{};
-  EXPECT_EQ(to_json(*back), j);
-  return *back;
-}
 
 NodeListView nodes() {
   NodeView local{.name = "vm",

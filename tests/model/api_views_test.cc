@@ -6,21 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "model/job_manifest.h"
+#include "tests/model/api_round_trip.h"
 
 namespace trainyard::model {
 namespace {
 
 using nlohmann::json;
-
-template <typename View>
-View round_trip(const View& v) {
-  const json j = to_json(v);
-  auto back = view_from_json<View>(j);
-  EXPECT_TRUE(back.is_ok()) << back.status().message() << "\n" << j.dump(2);
-  if (!back.is_ok()) return View{};
-  EXPECT_EQ(to_json(*back), j);  // the same bytes on the wire again
-  return *back;
-}
 
 PlacementView gpu_placement(int worker, int gpu) {
   return {.worker = worker,
