@@ -12,6 +12,7 @@
 #include "model/job_manifest.h"
 #include "sched/snapshot.h"
 #include "sched/start_estimate.h"
+#include "server/node_book.h"
 #include "store/store.h"
 
 namespace trainyard::server {
@@ -30,8 +31,8 @@ enum class StopCause { None, Preempt, Cancel, Deadline, Failure };
 struct ActiveJob {
   store::JobRecord rec;
   model::JobManifest manifest;
-  std::vector<util::JobId> depends_on;       // resolved ids
-  std::vector<sched::Assignment> placement;  // current attempt (Placed/Running/Preempting)
+  std::vector<util::JobId> depends_on;  // resolved ids
+  Placement placement;                  // current attempt (Placed/Running/Preempting), nodes by id
   std::vector<WorkerProcess> workers;
   StopCause stop = StopCause::None;
   util::Time kill_at{};  // SIGKILL the workers still alive at this time
@@ -67,9 +68,8 @@ struct ActiveJob {
 // Workers of the job's current attempt: as many as it was placed with for an elastic job (the
 // goodput policy sizes it), else the spec's.
 inline int attempt_workers(const ActiveJob& job) {
-  return job.manifest.spec.elastic() && !job.placement.empty()
-             ? sched::placement_workers(job.placement)
-             : job.manifest.spec.workers;
+  return job.manifest.spec.elastic() && !job.placement.empty() ? placed_workers(job.placement)
+                                                               : job.manifest.spec.workers;
 }
 
 }  // namespace trainyard::server

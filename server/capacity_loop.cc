@@ -12,89 +12,18 @@
 
 namespace trainyard::server {
 
-int ControlPlane::node_index(const std::string& name) const {
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].node.name == name) return static_cast<int>(i);
-  return -1;
-}
-
-util::Time ControlPlane::ledger_time(util::Time t) {
-  ledger_time_ = std::max(ledger_time_, t);
-  return ledger_time_;
-}
-
 void ControlPlane::observe_fleet(Tx& tx) {
-  const util::Time now = clock_.now();
   for (const FleetEvent& e : fleet_->poll()) {
-    const std::string& name = e.node.name;
-    const int idx = node_index(name);
     switch (e.kind) {
-      case FleetEvent::Kind::Ready: {
-        if (idx >= 0) break;
-        LocalNode n = fleet_->local_node(e.node, util::NodeId(next_node_id_++));
-        const util::Time t = ledger_time(e.time);
-        if (auto st =
-                ledger_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, t);
-            !st.is_ok())
-          TY_LOG_WARN("cost: {}", st.message());
-        shares_[n.node.name] = {};
-        idle_since_[n.node.name] = e.time;
-        TY_LOG_INFO("fleet: node {} ready in {} ({} x {}, ${:.4f}/h)", n.node.name, n.zone,
-                    n.node.gpu_count, n.node.gpu_model, n.price_per_hour);
-        // In slot order, as the simulator's snapshot holds its nodes, so placement breaks ties
-        // alike; a node inserted before others moves their placements' indices up.
-        size_t at = nodes_.size();
-        for (size_t i = 0; i < nodes_.size() && at == nodes_.size(); ++i)
-          if (nodes_[i].cloud && nodes_[i].slot > n.slot) at = i;
-        nodes_.insert(nodes_.begin() + static_cast<std::ptrdiff_t>(at), std::move(n));
-        for (auto& [id, job] : active_)
-          for (auto& a : job.placement)
-            if (a.node_idx >= static_cast<int>(at)) ++a.node_idx;
+      case FleetEvent::Kind::Ready:
+        fleet_node_ready(e);
         break;
-      }
-      case FleetEvent::Kind::Notice: {
-        if (idx < 0) break;  // still provisioning: it never ran anything
-        nodes_[idx].node.state = model::NodeState::Draining;
-        const util::Duration grace = std::max(util::Duration{0}, e.deadline - now);
-        for (auto& [id, job] : active_) {
-          bool here = false;
-          for (const auto& a : job.placement) here = here || a.node_idx == idx;
-          if (!here || job.workers.empty()) continue;
-          job.interrupted_node = name;
-          begin_stop(job, StopCause::Preempt,
-                     fmt::format("node {} will be reclaimed by the provider at {} (spot "
-                                 "interruption notice); grace {:.0f}s",
-                                 name, util::format_time(e.deadline), util::to_seconds(grace)),
-                     tx, e.deadline);
-        }
-        TY_LOG_INFO("fleet: node {} gets an interruption notice; reclaimed at {}", name,
-                    util::format_time(e.deadline));
+      case FleetEvent::Kind::Notice:
+        fleet_node_noticed(e, tx);
         break;
-      }
-      case FleetEvent::Kind::Gone: {
-        if (idx < 0) break;
-        nodes_[idx].node.state = model::NodeState::Gone;
-        if (auto st = ledger_.node_down(name, ledger_time(e.time)); !st.is_ok())
-          TY_LOG_WARN("cost: {}", st.message());
-        shares_.erase(name);
-        idle_since_.erase(name);
-        // Workers still on it died with the machine; their job is requeued, not failed.
-        for (auto& [id, job] : active_) {
-          bool here = false;
-          for (const auto& a : job.placement) here = here || a.node_idx == idx;
-          if (!here) continue;
-          if (job.stop == StopCause::None && !job.workers.empty()) {
-            job.interrupted_node = name;
-            begin_stop(job, StopCause::Preempt,
-                       fmt::format("node {} was reclaimed by the provider without notice", name),
-                       tx, now);
-          }
-          for (auto& w : job.workers) kill_worker(w);
-        }
-        TY_LOG_INFO("fleet: node {} gone ({})", name,
-                    e.reclaimed ? "reclaimed by the provider" : "released");
+      case FleetEvent::Kind::Gone:
+        fleet_node_gone(e, tx);
         break;
-      }
       case FleetEvent::Kind::Failed:
         TY_LOG_WARN("fleet: a request for pool {} failed: {}",
                     fleet_->pools()[e.node.pool].pool.name, e.reason);
@@ -103,18 +32,65 @@ void ControlPlane::observe_fleet(Tx& tx) {
   }
 }
 
-void ControlPlane::remove_gone_nodes() {
-  for (int idx = static_cast<int>(nodes_.size()) - 1; idx >= 0; --idx) {
-    if (nodes_[idx].node.state != model::NodeState::Gone) continue;
-    bool held = false;
-    for (const auto& [id, job] : active_)
-      for (const auto& a : job.placement) held = held || a.node_idx == idx;
-    if (held) continue;  // its jobs end first (their workers were killed)
-    nodes_.erase(nodes_.begin() + idx);
-    for (auto& [id, job] : active_)
-      for (auto& a : job.placement)
-        if (a.node_idx > idx) --a.node_idx;
+void ControlPlane::fleet_node_ready(const FleetEvent& e) {
+  if (nodes_.find(e.node.name) != nullptr) return;
+  LocalNode n = fleet_->local_node(e.node, util::NodeId(next_node_id_++));
+  if (auto st = cost_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, e.time);
+      !st.is_ok())
+    TY_LOG_WARN("cost: {}", st.message());
+  TY_LOG_INFO("fleet: node {} ready in {} ({} x {}, ${:.4f}/h)", n.node.name, n.zone,
+              n.node.gpu_count, n.node.gpu_model, n.price_per_hour);
+  nodes_.add(std::move(n));  // in slot order, as the simulator's snapshot holds its nodes
+}
+
+void ControlPlane::fleet_node_noticed(const FleetEvent& e, Tx& tx) {
+  LocalNode* node = nodes_.find(e.node.name);
+  if (node == nullptr) return;  // still provisioning: it never ran anything
+  node->node.state = model::NodeState::Draining;
+  const util::Duration grace = std::max(util::Duration{0}, e.deadline - clock_.now());
+  for (auto& [id, job] : active_) {
+    if (!placed_on(job.placement, node->node.id) || job.workers.empty()) continue;
+    job.interrupted_node = node->node.name;
+    begin_stop(job, StopCause::Preempt,
+               fmt::format("node {} will be reclaimed by the provider at {} (spot "
+                           "interruption notice); grace {:.0f}s",
+                           node->node.name, util::format_time(e.deadline), util::to_seconds(grace)),
+               tx, e.deadline);
   }
+  TY_LOG_INFO("fleet: node {} gets an interruption notice; reclaimed at {}", node->node.name,
+              util::format_time(e.deadline));
+}
+
+void ControlPlane::fleet_node_gone(const FleetEvent& e, Tx& tx) {
+  LocalNode* node = nodes_.find(e.node.name);
+  if (node == nullptr) return;
+  const std::string& name = node->node.name;
+  node->node.state = model::NodeState::Gone;
+  if (auto st = cost_.node_down(name, e.time); !st.is_ok()) TY_LOG_WARN("cost: {}", st.message());
+  // Workers still on it died with the machine; their job is requeued, not failed.
+  for (auto& [id, job] : active_) {
+    if (!placed_on(job.placement, node->node.id)) continue;
+    if (job.stop == StopCause::None && !job.workers.empty()) {
+      job.interrupted_node = name;
+      begin_stop(job, StopCause::Preempt,
+                 fmt::format("node {} was reclaimed by the provider without notice", name), tx,
+                 clock_.now());
+    }
+    for (auto& w : job.workers) kill_worker(w);
+  }
+  TY_LOG_INFO("fleet: node {} gone ({})", name,
+              e.reclaimed ? "reclaimed by the provider" : "released");
+}
+
+void ControlPlane::remove_gone_nodes() {
+  std::vector<util::NodeId> gone;
+  for (const LocalNode& n : nodes_) {
+    if (n.node.state != model::NodeState::Gone) continue;
+    bool held = false;  // its jobs end first (their workers were killed)
+    for (const auto& [id, job] : active_) held = held || placed_on(job.placement, n.node.id);
+    if (!held) gone.push_back(n.node.id);
+  }
+  for (util::NodeId id : gone) nodes_.remove(id);
 }
 
 void ControlPlane::apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx) {
@@ -147,13 +123,12 @@ void ControlPlane::apply_capacity(const sched::Plan& plan, const sched::Snapshot
   }
   for (const auto& r : plan.releases) {
     if (r.node_idx < 0 || r.node_idx >= static_cast<int>(nodes_.size())) continue;
-    LocalNode& n = nodes_[r.node_idx];
+    LocalNode& n = nodes_[r.node_idx];  // the book is as the snapshot had it
     if (!n.cloud || n.node.state != model::NodeState::Ready) continue;
     bool used = false;  // a start of this very plan may land on it
     for (const auto& s : plan.starts)
       for (const auto& a : s.placement) used = used || a.node_idx == r.node_idx;
-    for (const auto& [id, job] : active_)
-      for (const auto& a : job.placement) used = used || a.node_idx == r.node_idx;
+    for (const auto& [id, job] : active_) used = used || placed_on(job.placement, n.node.id);
     if (used) continue;
     if (auto st = fleet_->release(n.node.name); !st.is_ok()) {
       TY_LOG_WARN("fleet: releasing {}: {}", n.node.name, st.message());

@@ -26,8 +26,7 @@ nlohmann::json ControlPlane::nodes() const {
     const model::Accelerator* acc = model::find_accelerator(n.node.gpu_model);
     for (const auto& [id, job] : active_) {
       for (const auto& a : job.placement) {
-        if (a.node_idx == static_cast<int>(idx) && a.gpu_idx >= 0 &&
-            a.gpu_idx < static_cast<int>(users.size())) {
+        if (a.node == n.node.id && a.gpu_idx >= 0 && a.gpu_idx < static_cast<int>(users.size())) {
           if (std::find(users[a.gpu_idx].begin(), users[a.gpu_idx].end(), id.value()) ==
               users[a.gpu_idx].end())
             users[a.gpu_idx].push_back(id.value());
@@ -176,7 +175,7 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
     if (job.workers.empty()) continue;
     sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);
     sj.phase = sched::JobPhase::Running;
-    sj.placement = job.placement;
+    sj.placement = nodes_.to_assignments(job.placement);
     snap.jobs.push_back(std::move(sj));
   }
   const auto traits = sched::find_policy(options_.config.policy.name);
@@ -196,11 +195,11 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
     if (auto it = standing.find(name); it != standing.end()) q.standing = std::move(it->second);
     for (const auto& t : options_.config.teams) {
       if (t.name != name || t.budget_usd <= 0) continue;
-      const auto left = budget_left_.find(t.name);
+      const auto left = cost_.budget_left(t.name);
       q.budget = model::BudgetView{
           .period = t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month",
           .budget_usd = t.budget_usd,
-          .spent_usd = left == budget_left_.end() ? 0.0 : t.budget_usd - left->second};
+          .spent_usd = left ? t.budget_usd - *left : 0.0};
     }
   }
   return model::to_json(out);

@@ -71,9 +71,9 @@ ControlPlane::~ControlPlane() {
   if (committer_) {
     // The cost of intervals still open is written now, so a clean stop loses no billing.
     util::MutexLock lock(mu_);
-    ledger_.advance(ledger_time(clock_.now()));
     Tx tx;
-    persist_cost(tx);
+    (void)cost_.ledger_at(clock_.now());
+    tx.cost = cost_.take_unstored();
     if (!tx.empty()) {
       if (auto st = committer_->commit([&](store::Store& s) { return tx.write(s); }); !st.is_ok())
         TY_LOG_ERROR("cannot write the last cost records: {}", st.message());
@@ -105,7 +105,7 @@ util::Result<std::unique_ptr<ControlPlane>> ControlPlane::open(const ControlPlan
   std::unique_ptr<ControlPlane> cp(new ControlPlane(options, executor, clock));
   // Nothing else sees the plane yet; the lock is taken for the helpers that expect it.
   util::MutexLock lock(cp->mu_);
-  cp->nodes_ = std::move(nodes);
+  for (auto& n : nodes) cp->nodes_.add(std::move(n));
   for (const auto& n : cp->nodes_) {
     if (n.node.gpu_count > model::kMaxGpusPerNode)
       return util::invalid_argument(fmt::format("{} GPUs of one model; at most {} are supported",
@@ -325,7 +325,7 @@ util::Status ControlPlane::ensure_admin_token(const std::filesystem::path& path)
 
 std::vector<LocalNode> ControlPlane::local_nodes() const {
   util::MutexLock lock(mu_);
-  return nodes_;
+  return nodes_.all();
 }
 
 void ControlPlane::wake() {

@@ -22,7 +22,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cloud/cost_ledger.h"
 #include "exec/executor.h"
 #include "exec/slurm_executor.h"
 #include "model/api_views.h"
@@ -35,9 +34,11 @@
 #include "server/auth.h"
 #include "server/batch_gpu_sampler.h"
 #include "server/config.h"
+#include "server/cost_keeping.h"
 #include "server/group_commit.h"
 #include "server/local_node.h"
 #include "server/metrics.h"
+#include "server/node_book.h"
 #include "server/progress_cache.h"
 #include "server/start_estimates.h"
 #include "server/telemetry_recorder.h"
@@ -46,6 +47,10 @@
 #include "telemetry/gpu_sampler.h"
 #include "util/clock.h"
 #include "util/thread_annotations.h"
+
+namespace trainyard::drive {
+struct FleetEvent;
+}  // namespace trainyard::drive
 
 namespace trainyard::server {
 
@@ -228,13 +233,20 @@ class ControlPlane {
   util::Result<nlohmann::json> set_held(util::JobId id, const Principal& who, bool held)
       TY_EXCLUDES(mu_);
   util::Status recover() TY_REQUIRES(mu_);
+  // A job that was running when the server stopped (recovery.cc): its workers found again, or
+  // the attempt requeued or stopped for what cannot be found.
   util::Status readopt(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
+  int find_workers(ActiveJob& job, std::map<int, WorkerProcess> by_rank) TY_REQUIRES(mu_);
+  void requeue_never_launched(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
+  util::Status resume_stop(ActiveJob& job) TY_REQUIRES(mu_);
+  void stop_for_lost_workers(ActiveJob& job) TY_REQUIRES(mu_);
   void kill_worker(const WorkerProcess& w);
 
   // Slurm's nodes into nodes_ (slurm_nodes.cc), under mu_: new ones join, known ones get their
   // state, capacity and what jobs outside trainyard hold there; a node Slurm no longer lists is
   // kept (placements refer to it) but takes no work.
   void sync_batch_nodes() TY_REQUIRES(mu_);
+  void describe_batch_node(LocalNode& n, const exec::SlurmNodeView& v) TY_REQUIRES(mu_);
   // After a restart while Slurm is unreachable: a stored placement's nodes, as placeholders that
   // take no work until Slurm describes them.
   void ensure_placeholder_nodes(const std::string& placement_json) TY_REQUIRES(mu_);
@@ -242,7 +254,15 @@ class ControlPlane {
 
   // Reconcile phases (reconcile.cc); each runs under mu_ and queues store writes in `tx`.
   void observe_workers(Tx& tx) TY_REQUIRES(mu_);
+  // Ending an attempt whose workers are all gone: its time and lost work counted, its record
+  // written, and the job moved on by why it stopped (the outcome is returned).
   void finish_attempt(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
+  void account_attempt(ActiveJob& job, util::Time now, Tx& tx) TY_REQUIRES(mu_);
+  std::string end_attempt(ActiveJob& job, StopCause cause, const std::string& stop_reason,
+                          int exit_code, Tx& tx) TY_REQUIRES(mu_);
+  std::string end_failed_attempt(ActiveJob& job, util::Time now, Tx& tx) TY_REQUIRES(mu_);
+  // An attempt the executor refused or the server's restart cut short: requeued, not a failure.
+  void requeue_unstarted(ActiveJob& job, util::Time now, Tx& tx) TY_REQUIRES(mu_);
   // A worker the batch system ended for a reason that is not the job's (never started, node
   // failed, cancelled by an administrator): stops the attempt accordingly; false otherwise.
   bool stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx) TY_REQUIRES(mu_);
@@ -255,38 +275,45 @@ class ControlPlane {
                   std::optional<util::Time> deadline = std::nullopt) TY_REQUIRES(mu_);
   void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx)
       TY_REQUIRES(mu_);
-  void start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement, Tx& tx)
-      TY_REQUIRES(mu_);
+  void start_job(ActiveJob& job, Placement placement, Tx& tx) TY_REQUIRES(mu_);
 
+  // The scheduler's view of this cycle (plan_apply.cc): pools, nodes and teams, then every job
+  // not backing off or held back; and the plan carried out.
   sched::Snapshot build_snapshot(std::vector<util::JobId>& backing_off) TY_REQUIRES(mu_);
+  void add_capacity(sched::Snapshot& snap) TY_REQUIRES(mu_);
+  sched::SnapshotJob snapshot_job(const sched::Snapshot& snap, ActiveJob& job) TY_REQUIRES(mu_);
+  void apply_preemptions(const sched::Plan& plan, Tx& tx) TY_REQUIRES(mu_);
+  void launch_started(ActiveJob& job, Tx& tx) TY_REQUIRES(mu_);
 
   // The capacity loop (capacity_loop.cc), under mu_. Provider events: ready nodes join nodes_,
   // interruption notices stop the jobs on the node with the provider's deadline, gone nodes
   // leave the ledger (and nodes_ once no job holds them).
   void observe_fleet(Tx& tx) TY_REQUIRES(mu_);
+  void fleet_node_ready(const drive::FleetEvent& e) TY_REQUIRES(mu_);
+  void fleet_node_noticed(const drive::FleetEvent& e, Tx& tx) TY_REQUIRES(mu_);
+  void fleet_node_gone(const drive::FleetEvent& e, Tx& tx) TY_REQUIRES(mu_);
   void remove_gone_nodes() TY_REQUIRES(mu_);
   // The plan's scale-ups and releases (after its starts, which may use a released node's GPUs).
   void apply_capacity(const sched::Plan& plan, const sched::Snapshot& snap, Tx& tx)
       TY_REQUIRES(mu_);
-  int node_index(const std::string& name) const TY_REQUIRES(mu_);
-  // Cost keeping (cost_keeping.cc), under mu_: the jobs on every node into the ledger when they
-  // changed, lost work of an attempt that was stopped, the team budgets (and, every minute, open
-  // intervals closed so a crash loses little billing), and new records into `tx`.
+  // What cost_ is told (cost_keeping.cc): the jobs on every node, from the placements; the run
+  // time a stopped attempt lost (since its newest checkpoint, or its start), which is returned;
+  // at open, the stored records and this machine's GPUs billed from now.
   void update_cost_shares() TY_REQUIRES(mu_);
-  // Returns the run time lost (since the newest checkpoint, or the attempt's start).
   util::Duration record_lost_work(const ActiveJob& job, util::Time now) TY_REQUIRES(mu_);
-  void update_budgets() TY_REQUIRES(mu_);
-  void persist_cost(Tx& tx) TY_REQUIRES(mu_);
-  util::Time ledger_time(util::Time t) TY_REQUIRES(mu_);
-  // At open: the ledger's stored records back, and this machine's GPUs billed from now.
-  util::Status restore_cost() TY_REQUIRES(mu_);  // t, never before a time the ledger was given
+  util::Status restore_cost() TY_REQUIRES(mu_);
   std::optional<model::JobState> dependency_state(util::JobId dep) TY_REQUIRES(mu_);
   std::string processes_json(const ActiveJob& job) const;
+  // Launching an attempt's workers (launch.cc): the dirs its user must reach, each rank's
+  // launch, and for a batch system one gang of all of them.
   util::Status launch_workers(ActiveJob& job) TY_REQUIRES(mu_);
-  util::Result<std::vector<sched::Assignment>> placement_from_json(const std::string& json) const
-      TY_REQUIRES(mu_);
-  std::string placement_to_json(const std::vector<sched::Assignment>& placement) const
-      TY_REQUIRES(mu_);
+  util::Status prepare_launch_dirs(const ActiveJob& job, const exec::Credentials* creds) const;
+  exec::WorkerLaunch worker_launch(const ActiveJob& job, int rank, int world,
+                                   const std::string& master_addr, int port,
+                                   const std::string& run_dir) const TY_REQUIRES(mu_);
+  util::Status launch_gang(ActiveJob& job, const exec::GangLaunch& batch, util::Status st);
+  util::Result<Placement> placement_from_json(const std::string& json) const TY_REQUIRES(mu_);
+  std::string placement_to_json(const Placement& placement) const TY_REQUIRES(mu_);
 
   // Helpers shared by the API and the loop.
   util::Result<store::JobRecord> load_record(util::JobId id) TY_EXCLUDES(mu_);
@@ -327,7 +354,7 @@ class ControlPlane {
   util::Result<model::JobListView> list_page(store::JobFilter filter, const Principal& who,
                                              bool with_total) TY_EXCLUDES(mu_);
   // The UUID a worker sees for an assignment (GPU or MIG instance); "" when it has none.
-  std::string device_uuid(const sched::Assignment& a) const TY_REQUIRES(mu_);
+  std::string device_uuid(const Placed& p) const TY_REQUIRES(mu_);
   // Who runs where, for the telemetry recorder; called at the end of each reconcile cycle.
   TelemetryPlacements telemetry_placements() const TY_REQUIRES(mu_);
   std::vector<BatchWorkerGpus> batch_worker_gpus() const TY_REQUIRES(mu_);
@@ -344,10 +371,10 @@ class ControlPlane {
   ControlPlaneOptions options_;
   exec::Executor& executor_;
   const util::Clock& clock_;
-  // This machine's nodes (fixed), then cloud nodes as they become ready. A cloud node leaves
-  // when it is gone and no job holds it; placements' node_idx are shifted down then
-  // (remove_gone_nodes()).
-  std::vector<LocalNode> nodes_ TY_GUARDED_BY(mu_);
+  // This machine's nodes (fixed), batch nodes as Slurm lists them, cloud nodes as they become
+  // ready. A cloud node leaves when it is gone and no job holds it (remove_gone_nodes());
+  // placements name nodes by id, so nothing else changes then.
+  NodeBook nodes_ TY_GUARDED_BY(mu_);
   int lock_fd_ = -1;                              // flock on state_dir/server.lock, held while open
   std::unique_ptr<WorkerIdentities> identities_;  // fixed after open()
 
@@ -385,16 +412,7 @@ class ControlPlane {
   std::unique_ptr<Fleet> fleet_ TY_PT_GUARDED_BY(mu_);
   std::vector<model::Pool> cloud_pools_;  // resolved shapes, fixed after open(): for submit's check
   int64_t next_node_id_ TY_GUARDED_BY(mu_) = 1;
-  cloud::CostLedger ledger_ TY_GUARDED_BY(mu_);
-  util::Time ledger_time_ TY_GUARDED_BY(mu_){};
-  // Records before this index are in the store.
-  size_t ledger_persisted_ TY_GUARDED_BY(mu_) = 0;
-  // By node: last given to ledger_.
-  std::map<std::string, std::vector<cloud::CostShare>> shares_ TY_GUARDED_BY(mu_);
-  std::map<std::string, util::Time> idle_since_ TY_GUARDED_BY(mu_);  // by node (cloud nodes)
-  std::map<std::string, double> budget_left_ TY_GUARDED_BY(mu_);     // by team with a budget
-  util::Time budget_checked_ TY_GUARDED_BY(mu_){};
-  util::Time ledger_advanced_ TY_GUARDED_BY(mu_){};
+  CostKeeping cost_ TY_GUARDED_BY(mu_);  // the ledger, holders, idle clocks, budgets
 
   ServerMetrics metrics_;
   std::string hostname_;

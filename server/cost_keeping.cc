@@ -10,6 +10,7 @@
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "server/control_plane.h"
+#include "server/cost_keeping.h"
 #include "server/cost_series.h"
 #include "server/tx.h"
 #include "util/log.h"
@@ -71,38 +72,24 @@ util::Time period_start(util::Time now, model::Team::BudgetPeriod period) {
 }
 
 void ControlPlane::update_cost_shares() {
-  const util::Time now = clock_.now();
   std::map<std::string, std::map<std::string, cloud::CostShare>> held;  // node -> job -> share
   for (const auto& [id, job] : active_) {
-    for (const auto& a : job.placement) {
-      if (a.node_idx < 0 || a.node_idx >= static_cast<int>(nodes_.size())) continue;
-      const LocalNode& node = nodes_[a.node_idx];
-      const int64_t milli = drive::held_milli(model::find_accelerator(node.node.gpu_model), a);
+    for (const Placed& a : job.placement) {
+      const LocalNode* node = nodes_.find(a.node);
+      if (node == nullptr) continue;
+      const int64_t milli =
+          drive::held_milli(model::find_accelerator(node->node.gpu_model), a.at(0));
       if (milli <= 0) continue;
-      auto& share = held[node.node.name][std::to_string(id.value())];
+      auto& share = held[node->node.name][std::to_string(id.value())];
       share.job = std::to_string(id.value());
       share.team = job.rec.team;
       share.gpu_milli += milli;
     }
   }
-  for (auto& [name, last] : shares_) {
-    std::vector<cloud::CostShare> now_held;
-    if (auto it = held.find(name); it != held.end())
-      for (auto& [job, share] : it->second) now_held.push_back(share);
-    if (auto it = idle_since_.find(name); it != idle_since_.end()) {
-      if (!now_held.empty()) {
-        it->second = util::Time::max();
-      } else if (it->second == util::Time::max()) {
-        it->second = now;  // the autoscaler's idle timeout counts from here
-      }
-    }
-    if (now_held == last) continue;
-    if (auto st = ledger_.set_shares(name, now_held, ledger_time(now)); !st.is_ok()) {
-      TY_LOG_WARN("cost: node {}: {}", name, st.message());
-      continue;
-    }
-    last = std::move(now_held);
-  }
+  std::map<std::string, std::vector<cloud::CostShare>> holders;
+  for (auto& [name, jobs] : held)
+    for (auto& [job, share] : jobs) holders[name].push_back(std::move(share));
+  cost_.set_holders(holders, clock_.now());
 }
 
 util::Duration ControlPlane::record_lost_work(const ActiveJob& job, util::Time now) {
@@ -110,57 +97,22 @@ util::Duration ControlPlane::record_lost_work(const ActiveJob& job, util::Time n
   const util::Time from =
       newest && *newest > job.rec.started ? std::min(*newest, now) : job.rec.started;
   const util::Duration lost = std::max(util::Duration{0}, now - from);
-  std::map<int, int64_t> milli_by_node;
-  for (const auto& a : job.placement) {
-    if (a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()))
-      milli_by_node[a.node_idx] +=
-          drive::held_milli(model::find_accelerator(nodes_[a.node_idx].node.gpu_model), a);
+  std::map<int, int64_t> milli_by_node;  // by position: the book's order
+  for (const Placed& a : job.placement) {
+    const int idx = nodes_.position(a.node);
+    if (idx >= 0)
+      milli_by_node[idx] +=
+          drive::held_milli(model::find_accelerator(nodes_[idx].node.gpu_model), a.at(idx));
   }
   for (const auto& [idx, milli] : milli_by_node) {
     const std::string& node = nodes_[idx].node.name;
-    if (milli <= 0 || (!shares_.contains(node) && !nodes_[idx].cloud)) continue;
-    if (auto st =
-            ledger_.record_lost_work(node, std::to_string(job.rec.id.value()), job.rec.team, milli,
-                                     lost, ledger_time(now), !job.interrupted_node.empty());
+    if (milli <= 0 || (!cost_.billed(node) && !nodes_[idx].cloud)) continue;
+    if (auto st = cost_.record_lost_work(node, std::to_string(job.rec.id.value()), job.rec.team,
+                                         milli, lost, now, !job.interrupted_node.empty());
         !st.is_ok())
       TY_LOG_WARN("cost: lost work of job {}: {}", job.rec.id.value(), st.message());
   }
   return lost;
-}
-
-void ControlPlane::update_budgets() {
-  const util::Time now = clock_.now();
-  // Open intervals are closed now and then, so a crash loses at most this much billing.
-  if (now - ledger_advanced_ >= kLedgerAdvance) {
-    ledger_advanced_ = now;
-    ledger_.advance(ledger_time(now));
-  }
-  bool any = false;
-  for (const auto& t : options_.config.teams) any = any || t.budget_usd > 0;
-  if (!any || now - budget_checked_ < kBudgetCheck) return;
-  budget_checked_ = now;
-  ledger_.advance(ledger_time(now));  // open intervals count too
-  std::map<model::Team::BudgetPeriod, cloud::CostReport> reports;
-  for (const auto& t : options_.config.teams) {
-    if (t.budget_usd <= 0) continue;
-    auto it = reports.find(t.budget_period);
-    if (it == reports.end())
-      it = reports.emplace(t.budget_period, ledger_.report(period_start(now, t.budget_period), now))
-               .first;
-    const auto team = it->second.teams.find(t.name);
-    const double spent = team == it->second.teams.end() ? 0 : team->second.cost_usd;
-    budget_left_[t.name] = t.budget_usd - spent;
-    if (alerts_)
-      alerts_->on_team_spend(
-          std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count(),
-          t.name, spent, t.budget_usd);
-  }
-}
-
-void ControlPlane::persist_cost(Tx& tx) {
-  if (ledger_.records().size() == ledger_persisted_) return;
-  for (const auto& r : ledger_.records_since(ledger_persisted_)) tx.cost.push_back(to_row(r));
-  ledger_persisted_ = ledger_.records().size();
 }
 
 util::Status ControlPlane::restore_cost() {
@@ -169,6 +121,24 @@ util::Status ControlPlane::restore_cost() {
     util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(rows, reader_->cost_records());
   }
+  cost_.restore(rows);
+  // This machine's GPUs are billed from now at their pool's price (none for "local": 0).
+  for (const auto& n : nodes_) {
+    if (n.node.gpu_count == 0) continue;
+    TY_RETURN_IF_ERROR(
+        cost_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, clock_.now()));
+  }
+  return util::Status::ok();
+}
+
+// ---- CostKeeping --------------------------------------------------------------------------
+
+util::Time CostKeeping::time(util::Time t) {
+  time_ = std::max(time_, t);
+  return time_;
+}
+
+void CostKeeping::restore(const std::vector<store::CostRecordRow>& rows) {
   std::vector<cloud::CostRecord> records;
   records.reserve(rows.size());
   for (const auto& r : rows) {
@@ -183,19 +153,77 @@ util::Status ControlPlane::restore_cost() {
                        .lost_gpu_time = r.lost_gpu_time,
                        .lost_cost = units_from(r.lost_cost_units),
                        .interruption = r.interruption});
-    ledger_time_ = std::max(ledger_time_, r.end);
+    time_ = std::max(time_, r.end);
   }
-  ledger_.restore(std::move(records));
-  ledger_persisted_ = ledger_.records().size();
-  // This machine's GPUs are billed from now at their pool's price (none for "local": 0).
-  const util::Time now = ledger_time(clock_.now());
-  for (const auto& n : nodes_) {
-    if (n.node.gpu_count == 0) continue;
-    TY_RETURN_IF_ERROR(
-        ledger_.node_up(n.node.name, n.node.pool, n.node.gpu_count, n.price_per_hour, now));
-    shares_[n.node.name] = {};
+  book_.ledger().restore(std::move(records));
+  stored_ = book_.ledger().records().size();
+}
+
+std::vector<store::CostRecordRow> CostKeeping::take_unstored() {
+  std::vector<store::CostRecordRow> rows;
+  for (const auto& r : book_.ledger().records_since(stored_)) rows.push_back(to_row(r));
+  stored_ = book_.ledger().records().size();
+  return rows;
+}
+
+util::Status CostKeeping::node_up(const std::string& node, const std::string& pool, int gpus,
+                                  double usd_per_hour, util::Time t) {
+  return book_.node_up(node, pool, gpus, usd_per_hour, time(t));
+}
+
+util::Status CostKeeping::node_down(const std::string& node, util::Time t) {
+  return book_.node_down(node, time(t));
+}
+
+void CostKeeping::set_holders(const std::map<std::string, std::vector<cloud::CostShare>>& held,
+                              util::Time t) {
+  book_.set_all_holders(held, time(t));
+}
+
+util::Status CostKeeping::record_lost_work(const std::string& node, const std::string& job,
+                                           const std::string& team, int64_t milli,
+                                           util::Duration lost, util::Time t, bool interruption) {
+  return book_.record_lost_work(node, job, team, milli, lost, time(t), interruption);
+}
+
+const cloud::CostLedger& CostKeeping::ledger_at(util::Time now) {
+  book_.ledger().advance(time(now));
+  return book_.ledger();
+}
+
+std::optional<double> CostKeeping::budget_left(const std::string& team) const {
+  const auto it = budget_left_.find(team);
+  if (it == budget_left_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CostKeeping::tick(util::Time now, const std::vector<model::Team>& teams,
+                       AlertService* alerts) {
+  // Open intervals are closed now and then, so a crash loses at most this much billing.
+  if (now - advanced_ >= kLedgerAdvance) {
+    advanced_ = now;
+    book_.ledger().advance(time(now));
   }
-  return util::Status::ok();
+  bool any = false;
+  for (const auto& t : teams) any = any || t.budget_usd > 0;
+  if (!any || now - budget_checked_ < kBudgetCheck) return;
+  budget_checked_ = now;
+  const cloud::CostLedger& ledger = ledger_at(now);  // open intervals count too
+  std::map<model::Team::BudgetPeriod, cloud::CostReport> reports;
+  for (const auto& t : teams) {
+    if (t.budget_usd <= 0) continue;
+    auto it = reports.find(t.budget_period);
+    if (it == reports.end())
+      it = reports.emplace(t.budget_period, ledger.report(period_start(now, t.budget_period), now))
+               .first;
+    const auto team = it->second.teams.find(t.name);
+    const double spent = team == it->second.teams.end() ? 0 : team->second.cost_usd;
+    budget_left_[t.name] = t.budget_usd - spent;
+    if (alerts != nullptr)
+      alerts->on_team_spend(
+          std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count(),
+          t.name, spent, t.budget_usd);
+  }
 }
 
 }  // namespace trainyard::server

@@ -87,8 +87,7 @@ util::Result<nlohmann::json> ControlPlane::cost_series(const std::string& team,
   std::vector<cloud::CostRecord> records;
   {
     util::MutexLock lock(mu_);
-    ledger_.advance(ledger_time(now));
-    records = ledger_.records();
+    records = cost_.ledger_at(now).records();
   }
   using Series = std::vector<double>;
   const auto n = static_cast<size_t>(buckets);

@@ -89,9 +89,9 @@ util::Result<nlohmann::json> ControlPlane::cost(const std::string& team, const s
   std::map<std::string, std::string> team_of;  // job -> team
   {
     util::MutexLock lock(mu_);
-    ledger_.advance(ledger_time(now));
-    report = ledger_.report(from, to);
-    for (const auto& r : ledger_.records())
+    const cloud::CostLedger& ledger = cost_.ledger_at(now);
+    report = ledger.report(from, to);
+    for (const auto& r : ledger.records())
       if (!r.job.empty()) team_of[r.job] = r.team;
   }
   nlohmann::json jobs = nlohmann::json::array();

@@ -43,8 +43,8 @@ std::string_view mig_profile_name(const LocalNode& node, int profile) {
   return acc->mig_profiles[profile].name;
 }
 
-// The CUDA_VISIBLE_DEVICES entry of one assignment, or an error saying what is missing.
-util::Result<std::string> device_for(const LocalNode& node, const sched::Assignment& a) {
+// The CUDA_VISIBLE_DEVICES entry of one placement entry, or an error saying what is missing.
+util::Result<std::string> device_for(const LocalNode& node, const Placed& a) {
   if (a.gpu_idx < 0 || a.gpu_idx >= static_cast<int>(node.gpus.size()))
     return util::internal_error(fmt::format("GPU {} is not on {}", a.gpu_idx, node.node.name));
   const telemetry::GpuDevice& gpu = node.gpus[a.gpu_idx];
@@ -59,77 +59,112 @@ util::Result<std::string> device_for(const LocalNode& node, const sched::Assignm
       gpu.index, profile, a.mig_start, gpu.index, profile));
 }
 
+// Where the other ranks reach rank 0 (MASTER_ADDR): its node's address on a batch system,
+// loopback for workers that all run here.
+std::string master_address(const Placement& placement, const NodeBook& nodes) {
+  for (const Placed& a : placement) {
+    const LocalNode* n = a.worker == 0 ? nodes.find(a.node) : nullptr;
+    if (n != nullptr && !n->address.empty()) return n->address;
+  }
+  return "127.0.0.1";
+}
+
+// One rank's part of the placement: its node, how many GPUs it holds there, the devices it sees
+// (only when this process picks them, not a batch system), and its rank among the workers on
+// its node.
+struct RankShare {
+  const LocalNode* node = nullptr;
+  int gpus = 0;
+  std::vector<std::string> visible_devices;
+  util::Status status = util::Status::ok();  // a device that cannot be found
+  int local_rank = 0;
+};
+
+RankShare rank_share(const Placement& placement, const NodeBook& nodes, int rank,
+                     bool pick_devices) {
+  RankShare out;
+  for (const Placed& a : placement) {
+    if (a.worker != rank) continue;
+    out.node = nodes.find(a.node);
+    if (a.gpu_idx < 0) continue;
+    ++out.gpus;
+    if (!pick_devices || !out.status.is_ok() || out.node == nullptr) continue;
+    auto dev = device_for(*out.node, a);
+    if (dev.is_ok()) {
+      out.visible_devices.push_back(*dev);
+    } else {
+      out.status = dev.status();
+    }
+  }
+  std::set<int> lower;  // workers on the same node before this one
+  for (const Placed& a : placement)
+    if (out.node != nullptr && a.node == out.node->node.id && a.worker < rank)
+      lower.insert(a.worker);
+  out.local_rank = static_cast<int>(lower.size());
+  return out;
+}
+
 }  // namespace
 
-util::Status ControlPlane::launch_workers(ActiveJob& job) {
-  const auto& spec = job.manifest.spec;
+util::Status ControlPlane::prepare_launch_dirs(const ActiveJob& job,
+                                               const exec::Credentials* creds) const {
+  TY_RETURN_IF_ERROR(prepare_attempt_dir(work_dir(), job.rec.id, job.rec.attempt, creds));
+  // A spec's own checkpoint.dir is left to the worker, which makes it as that user.
+  if (job.manifest.checkpoint.dir.empty())
+    TY_RETURN_IF_ERROR(prepare_checkpoint_dir(checkpoint_dir(job), creds));
+  return util::Status::ok();
+}
+
+exec::WorkerLaunch ControlPlane::worker_launch(const ActiveJob& job, int rank, int world,
+                                               const std::string& master_addr, int port,
+                                               const std::string& run_dir) const {
   const auto& proc = job.manifest.process;
   std::vector<std::string> argv = proc.command;
   argv.insert(argv.end(), proc.args.begin(), proc.args.end());
+  return {.job = job.rec.id,
+          .attempt = job.rec.attempt,
+          .rank = rank,
+          .world_size = world,
+          .master_addr = master_addr,
+          .master_port = port,
+          .argv = std::move(argv),
+          .env = worker_env(job),
+          .working_dir = proc.working_dir,
+          .checkpoint_dir = checkpoint_dir(job),
+          .mtbf_seconds = job.manifest.spec.preemptible ? mtbf_estimate_seconds() : 0,
+          .run_dir = run_dir,
+          .log_cap_bytes = options_.config.log_cap_bytes};
+}
+
+util::Status ControlPlane::launch_workers(ActiveJob& job) {
   const int world = attempt_workers(job);
   const int port = world > 1 ? free_port() : 0;  // a rendezvous only for gangs
   job.workers.clear();
-  // The team's user, and the dirs that user must reach before any of its workers starts. A
-  // spec's own checkpoint.dir is left to the worker, which makes it as that user.
+  // The team's user, and the dirs that user must reach before any of its workers starts.
   auto identity = identities_->for_launch(job.rec.team);
-  util::Status prepared = identity.status();
   const exec::Credentials* creds = identity.is_ok() && *identity ? &**identity : nullptr;
-  if (prepared.is_ok())
-    prepared = prepare_attempt_dir(work_dir(), job.rec.id, job.rec.attempt, creds);
-  if (prepared.is_ok() && job.manifest.checkpoint.dir.empty())
-    prepared = prepare_checkpoint_dir(checkpoint_dir(job), creds);
-  util::Status first_error = util::Status::ok();
+  const util::Status prepared =
+      identity.is_ok() ? prepare_launch_dirs(job, creds) : identity.status();
   const bool gang = executor_.launches_gangs();
   exec::GangLaunch batch{.name = job.rec.name};
-  std::string master_addr = "127.0.0.1";
-  for (const auto& a : job.placement)
-    if (a.worker == 0 && a.node_idx >= 0 && a.node_idx < static_cast<int>(nodes_.size()) &&
-        !nodes_[a.node_idx].address.empty())
-      master_addr = nodes_[a.node_idx].address;
+  const std::string master_addr = master_address(job.placement, nodes_);
+  util::Status first_error = util::Status::ok();
   for (int rank = 0; rank < world; ++rank) {
     WorkerProcess w{.rank = rank, .run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string()};
-    exec::WorkerLaunch l{.job = job.rec.id,
-                         .attempt = job.rec.attempt,
-                         .rank = rank,
-                         .world_size = world,
-                         .master_addr = master_addr,
-                         .master_port = port,
-                         .argv = argv,
-                         .env = worker_env(job),
-                         .working_dir = proc.working_dir,
-                         .checkpoint_dir = checkpoint_dir(job),
-                         .mtbf_seconds = spec.preemptible ? mtbf_estimate_seconds() : 0,
-                         .run_dir = w.run_dir,
-                         .log_cap_bytes = options_.config.log_cap_bytes};
+    exec::WorkerLaunch l = worker_launch(job, rank, world, master_addr, port, w.run_dir);
     if (creds != nullptr) l.run_as = *creds;
-    int node_idx = -1;
-    int gpus = 0;
-    util::Status st = prepared;
-    for (const auto& a : job.placement) {
-      if (a.worker != rank) continue;
-      node_idx = a.node_idx;
-      if (a.gpu_idx < 0) continue;
-      ++gpus;
-      if (gang) continue;  // the batch system picks the devices on the node
-      auto dev = device_for(nodes_[a.node_idx], a);
-      if (!dev.is_ok()) {
-        st = dev.status();
-        break;
-      }
-      l.visible_devices.push_back(*dev);
-    }
-    std::set<int> lower;  // workers on the same node before this one
-    for (const auto& a : job.placement)
-      if (a.node_idx == node_idx && a.worker < rank) lower.insert(a.worker);
-    l.local_rank = static_cast<int>(lower.size());
+    RankShare share = rank_share(job.placement, nodes_, rank, !gang);
+    l.visible_devices = std::move(share.visible_devices);
+    l.local_rank = share.local_rank;
+    util::Status st = share.status.is_ok() ? prepared : share.status;
     if (gang) {
-      if (node_idx < 0 && st.is_ok()) st = util::internal_error("a worker has no node");
+      if (share.node == nullptr && st.is_ok()) st = util::internal_error("a worker has no node");
       if (!st.is_ok() && first_error.is_ok()) first_error = st;
       batch.workers.push_back({.launch = l,
-                               .node = node_idx >= 0 ? nodes_[node_idx].node.name : "",
-                               .gpus = gpus,
-                               .cpu_milli = spec.worker.cpu.value(),
-                               .memory_bytes = spec.worker.memory.value()});
+                               .node = share.node != nullptr ? share.node->node.name : "",
+                               .gpus = share.gpus,
+                               .cpu_milli = job.manifest.spec.worker.cpu.value(),
+                               .memory_bytes = job.manifest.spec.worker.memory.value()});
       job.workers.push_back(std::move(w));
       continue;
     }
@@ -148,9 +183,12 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
     }
     job.workers.push_back(std::move(w));
   }
-  if (!gang) return first_error;
+  return gang ? launch_gang(job, batch, first_error) : first_error;
+}
+
+util::Status ControlPlane::launch_gang(ActiveJob& job, const exec::GangLaunch& batch,
+                                       util::Status st) {
   // One batch job for the whole attempt: all workers start together, or none does.
-  util::Status st = first_error;
   if (st.is_ok()) {
     auto refs = executor_.launch_gang(batch);
     if (refs.is_ok() && refs->size() == job.workers.size()) {
@@ -169,9 +207,10 @@ util::Status ControlPlane::launch_workers(ActiveJob& job) {
   return st;
 }
 
-std::string ControlPlane::device_uuid(const sched::Assignment& a) const {
-  if (a.gpu_idx < 0 || a.node_idx < 0 || a.node_idx >= static_cast<int>(nodes_.size())) return "";
-  auto dev = device_for(nodes_[a.node_idx], a);
+std::string ControlPlane::device_uuid(const Placed& a) const {
+  const LocalNode* node = a.gpu_idx >= 0 ? nodes_.find(a.node) : nullptr;
+  if (node == nullptr) return "";
+  auto dev = device_for(*node, a);
   return dev.is_ok() ? *dev : "";
 }
 
@@ -188,10 +227,10 @@ std::string ControlPlane::processes_json(const ActiveJob& job) const {
   return arr.dump();
 }
 
-std::string ControlPlane::placement_to_json(const std::vector<sched::Assignment>& placement) const {
+std::string ControlPlane::placement_to_json(const Placement& placement) const {
   nlohmann::json arr = nlohmann::json::array();
-  for (const auto& a : placement) {
-    const LocalNode& node = nodes_[a.node_idx];
+  for (const Placed& a : placement) {
+    const LocalNode& node = nodes_.of(a);
     nlohmann::json e = {
         {"worker", a.worker}, {"node", node.node.name}, {"gpu", a.gpu_idx}, {"milli", a.milli}};
     if (a.mig_profile >= 0) {
@@ -207,27 +246,25 @@ std::string ControlPlane::placement_to_json(const std::vector<sched::Assignment>
   return arr.dump();
 }
 
-util::Result<std::vector<sched::Assignment>> ControlPlane::placement_from_json(
-    const std::string& text) const {
-  std::vector<sched::Assignment> out;
+util::Result<Placement> ControlPlane::placement_from_json(const std::string& text) const {
+  Placement out;
   try {
     for (const auto& e : nlohmann::json::parse(text)) {
-      sched::Assignment a;
+      Placed a;
       a.worker = e.at("worker").get<int32_t>();
-      const auto node = e.at("node").get<std::string>();
-      a.node_idx = -1;
-      for (size_t i = 0; i < nodes_.size(); ++i)
-        if (nodes_[i].node.name == node) a.node_idx = static_cast<int32_t>(i);
-      if (a.node_idx < 0) return util::not_found("node " + node + " is no longer present");
+      const auto name = e.at("node").get<std::string>();
+      const LocalNode* node = nodes_.find(name);
+      if (node == nullptr) return util::not_found("node " + name + " is no longer present");
+      a.node = node->node.id;
       a.gpu_idx = e.at("gpu").get<int16_t>();
-      if (a.gpu_idx >= nodes_[a.node_idx].node.gpu_count)
-        return util::not_found(fmt::format("GPU {} of {} is no longer present", a.gpu_idx, node));
+      if (a.gpu_idx >= node->node.gpu_count)
+        return util::not_found(fmt::format("GPU {} of {} is no longer present", a.gpu_idx, name));
       a.milli = e.at("milli").get<int16_t>();
       if (e.contains("mig_profile")) {
-        const auto* acc = model::find_accelerator(nodes_[a.node_idx].node.gpu_model);
-        const auto name = e["mig_profile"].get<std::string>();
+        const auto* acc = model::find_accelerator(node->node.gpu_model);
+        const auto profile = e["mig_profile"].get<std::string>();
         for (size_t i = 0; acc && i < acc->mig_profiles.size(); ++i)
-          if (acc->mig_profiles[i].name == name) a.mig_profile = static_cast<int8_t>(i);
+          if (acc->mig_profiles[i].name == profile) a.mig_profile = static_cast<int8_t>(i);
         a.mig_start = e.at("mig_start").get<int8_t>();
       }
       out.push_back(a);

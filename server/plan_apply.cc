@@ -27,29 +27,10 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
   const util::Time now = clock_.now();
   sched::Snapshot snap;
   snap.now = now;
-  // Pools first: their GPU models are interned before teams resolve quotas, and a node joins
-  // its pool by name.
-  if (fleet_) fleet_->add_pools(snap);
-  for (const auto& n : nodes_) {
-    sched::add_node(snap, n.node);
-    if (auto it = idle_since_.find(n.node.name); it != idle_since_.end())
-      snap.nodes.back().idle_since = it->second;
-    snap.nodes.back().gpus_held_outside = n.gpus_held_outside;
-    snap.nodes.back().cpu_held_outside = model::CpuMilli(n.cpu_held_outside_milli);
-  }
-  for (const auto& t : options_.config.teams) {
-    sched::add_team(snap, t);
-    if (auto it = budget_left_.find(t.name); it != budget_left_.end())
-      snap.teams.back().budget_left = it->second;
-  }
-  for (const auto& [id, job] : active_) {
-    if (sched::find_team(snap, job.rec.team) < 0)
-      sched::add_team(snap, model::Team{.name = job.rec.team});
-  }
+  add_capacity(snap);
   PendingGates gates(active_);
   for (auto& [id, job] : active_) {
-    const bool running = !job.workers.empty();
-    if (!running && job.rec.not_before > now) {
+    if (job.workers.empty() && job.rec.not_before > now) {
       backing_off.push_back(id);
       continue;
     }
@@ -57,50 +38,76 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
       job.wait_reason = std::move(*held_back);
       continue;
     }
-    sched::SnapshotJob sj = sched::make_pending_job(snap, id, job.manifest.spec, job.rec.submitted);
-    for (const auto& [workers, pace] : job.measured_speed)
-      sj.measured.push_back({.workers = workers, .steps_per_second = pace});
-    sj.queued_since = job.rec.queued_since;
-    sj.attained_gpu_time = job.rec.attained_gpu_time;
-    // What is left of the job's own time limit: the server's estimate of its remaining run time
-    // (the simulator knows it), which srtf orders by. Unknown without a limit.
-    if (sj.runtime_limit > util::Duration(0)) {
-      sj.remaining = running
-                         ? std::max(util::Duration(0), sj.runtime_limit - (now - job.rec.started))
-                         : sj.runtime_limit;
-    }
-    if (running) {
-      sj.phase =
-          job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
-      sj.started = job.rec.started;
-      sj.placement = job.placement;
-      sj.workers = attempt_workers(job);
-      if (now - job.checkpoint_polled >= kCheckpointPoll) {
-        job.checkpoint_polled = now;
-        job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
-        if (job.manifest.spec.elastic() && job.stop == StopCause::None) {
-          if (auto pace = measured_steps_per_second(job))
-            job.measured_speed[attempt_workers(job)] = *pace;
-        }
-      }
-      sj.last_checkpoint = job.last_checkpoint;
-      sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
-    } else {
-      // How long its last attempt ran, as the simulator sets it: Tiresias promotes a job that
-      // has waited starvation_factor times that long.
-      if (job.rec.attempt > 1 && job.rec.started > util::kEpoch &&
-          job.rec.queued_since > job.rec.started)
-        sj.last_run = job.rec.queued_since - job.rec.started;
-      for (auto dep : job.depends_on) {
-        const auto state = dependency_state(dep);
-        if (state && *state == model::JobState::Succeeded) continue;
-        sj.waiting_on = dep;
-        break;
-      }
-    }
-    snap.jobs.push_back(std::move(sj));
+    snap.jobs.push_back(snapshot_job(snap, job));
   }
   return snap;
+}
+
+void ControlPlane::add_capacity(sched::Snapshot& snap) {
+  // Pools first: their GPU models are interned before teams resolve quotas, and a node joins
+  // its pool by name.
+  if (fleet_) fleet_->add_pools(snap);
+  for (const auto& n : nodes_) {
+    sched::add_node(snap, n.node);
+    if (n.cloud && cost_.billed(n.node.name))
+      snap.nodes.back().idle_since = cost_.idle_since(n.node.name).value_or(util::Time::max());
+    snap.nodes.back().gpus_held_outside = n.gpus_held_outside;
+    snap.nodes.back().cpu_held_outside = model::CpuMilli(n.cpu_held_outside_milli);
+  }
+  for (const auto& t : options_.config.teams) {
+    sched::add_team(snap, t);
+    if (auto left = cost_.budget_left(t.name)) snap.teams.back().budget_left = *left;
+  }
+  for (const auto& [id, job] : active_) {
+    if (sched::find_team(snap, job.rec.team) < 0)
+      sched::add_team(snap, model::Team{.name = job.rec.team});
+  }
+}
+
+sched::SnapshotJob ControlPlane::snapshot_job(const sched::Snapshot& snap, ActiveJob& job) {
+  const util::Time now = snap.now;
+  const bool running = !job.workers.empty();
+  sched::SnapshotJob sj =
+      sched::make_pending_job(snap, job.rec.id, job.manifest.spec, job.rec.submitted);
+  for (const auto& [workers, pace] : job.measured_speed)
+    sj.measured.push_back({.workers = workers, .steps_per_second = pace});
+  sj.queued_since = job.rec.queued_since;
+  sj.attained_gpu_time = job.rec.attained_gpu_time;
+  // What is left of the job's own time limit: the server's estimate of its remaining run time
+  // (the simulator knows it), which srtf orders by. Unknown without a limit.
+  if (sj.runtime_limit > util::Duration(0)) {
+    sj.remaining = running ? std::max(util::Duration(0), sj.runtime_limit - (now - job.rec.started))
+                           : sj.runtime_limit;
+  }
+  if (!running) {
+    // How long its last attempt ran, as the simulator sets it: Tiresias promotes a job that
+    // has waited starvation_factor times that long.
+    if (job.rec.attempt > 1 && job.rec.started > util::kEpoch &&
+        job.rec.queued_since > job.rec.started)
+      sj.last_run = job.rec.queued_since - job.rec.started;
+    for (auto dep : job.depends_on) {
+      const auto state = dependency_state(dep);
+      if (state && *state == model::JobState::Succeeded) continue;
+      sj.waiting_on = dep;
+      break;
+    }
+    return sj;
+  }
+  sj.phase = job.stop == StopCause::None ? sched::JobPhase::Running : sched::JobPhase::Preempting;
+  sj.started = job.rec.started;
+  sj.placement = nodes_.to_assignments(job.placement);
+  sj.workers = attempt_workers(job);
+  if (now - job.checkpoint_polled >= kCheckpointPoll) {
+    job.checkpoint_polled = now;
+    job.last_checkpoint = newest_checkpoint_time(job).value_or(util::Time{});
+    if (job.manifest.spec.elastic() && job.stop == StopCause::None) {
+      if (auto pace = measured_steps_per_second(job))
+        job.measured_speed[attempt_workers(job)] = *pace;
+    }
+  }
+  sj.last_checkpoint = job.last_checkpoint;
+  sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
+  return sj;
 }
 
 void ControlPlane::account_usage(sched::Snapshot& snap) {
@@ -150,6 +157,21 @@ void ControlPlane::apply_plan(Tx& tx) {
                                   util::format_time(job.rec.not_before));
   }
   start_estimator_.explain(active_, snap, plan, options_.config.policy);
+  apply_preemptions(plan, tx);
+  if (fleet_) apply_capacity(plan, snap, tx);
+  std::vector<ActiveJob*> started;
+  for (const auto& s : plan.starts) {
+    auto it = active_.find(s.job);
+    if (it == active_.end()) continue;
+    start_job(it->second, nodes_.to_placed(s.placement), tx);
+    started.push_back(&it->second);
+  }
+  if (started.empty()) return;
+  (void)commit(tx);  // Placed is durable before any process exists
+  for (ActiveJob* job : started) launch_started(*job, tx);
+}
+
+void ControlPlane::apply_preemptions(const sched::Plan& plan, Tx& tx) {
   for (const auto& p : plan.preemptions) {
     auto it = active_.find(p.job);
     if (it == active_.end() || it->second.stop != StopCause::None) continue;
@@ -162,64 +184,51 @@ void ControlPlane::apply_plan(Tx& tx) {
                                  sched::preempt_cause_name(p.cause), grace_s),
                tx);
   }
-  if (fleet_) apply_capacity(plan, snap, tx);
-  std::vector<ActiveJob*> started;
-  for (const auto& s : plan.starts) {
-    auto it = active_.find(s.job);
-    if (it == active_.end()) continue;
-    start_job(it->second, s.placement, tx);
-    started.push_back(&it->second);
-  }
-  if (started.empty()) return;
-  (void)commit(tx);  // Placed is durable before any process exists
-  for (ActiveJob* job : started) {
-    util::Status st = launch_workers(*job);
-    std::string pids;
-    for (const auto& w : job->workers)
-      pids += (pids.empty() ? "" : ",") + std::to_string(w.ref.pid);
-    if (executor_.launches_gangs() && !job->workers.empty())
-      pids = fmt::format("in Slurm job {}", job->workers.front().ref.batch_job);
-    tx.attempts.push_back({.job = job->rec.id,
-                           .attempt = job->rec.attempt,
-                           .started = job->rec.started,
-                           .placement_json = job->rec.placement_json,
-                           .processes_json = processes_json(*job)});
-    transition(*job, model::JobState::Running,
-               st.is_ok() ? fmt::format("started {} worker(s), {}{}", job->workers.size(),
-                                        executor_.launches_gangs() ? "" : "pids ", pids)
-                          : "could not start: " + st.message(),
-               tx);
-    if (!st.is_ok()) {
-      // Counts as a failed attempt (retried up to backoffLimit); started ranks are stopped. A
-      // batch system that refuses or cannot take the job now is not the job's failure.
-      job->failure_detail = "could not be started: " + st.message();
-      if (executor_.launches_gangs() && st.code() == util::StatusCode::Unavailable)
-        job->launch_refused = true;
-      begin_stop(*job, StopCause::Failure, "worker " + job->failure_detail, tx);
-    }
-  }
 }
 
-void ControlPlane::start_job(ActiveJob& job, const std::vector<sched::Assignment>& placement,
-                             Tx& tx) {
-  job.placement = placement;
-  job.rec.placement_json = placement_to_json(placement);
+void ControlPlane::launch_started(ActiveJob& job, Tx& tx) {
+  util::Status st = launch_workers(job);
+  std::string pids;
+  for (const auto& w : job.workers) pids += (pids.empty() ? "" : ",") + std::to_string(w.ref.pid);
+  if (executor_.launches_gangs() && !job.workers.empty())
+    pids = fmt::format("in Slurm job {}", job.workers.front().ref.batch_job);
+  tx.attempts.push_back({.job = job.rec.id,
+                         .attempt = job.rec.attempt,
+                         .started = job.rec.started,
+                         .placement_json = job.rec.placement_json,
+                         .processes_json = processes_json(job)});
+  transition(job, model::JobState::Running,
+             st.is_ok() ? fmt::format("started {} worker(s), {}{}", job.workers.size(),
+                                      executor_.launches_gangs() ? "" : "pids ", pids)
+                        : "could not start: " + st.message(),
+             tx);
+  if (st.is_ok()) return;
+  // Counts as a failed attempt (retried up to backoffLimit); started ranks are stopped. A batch
+  // system that refuses or cannot take the job now is not the job's failure.
+  job.failure_detail = "could not be started: " + st.message();
+  if (executor_.launches_gangs() && st.code() == util::StatusCode::Unavailable)
+    job.launch_refused = true;
+  begin_stop(job, StopCause::Failure, "worker " + job.failure_detail, tx);
+}
+
+void ControlPlane::start_job(ActiveJob& job, Placement placement, Tx& tx) {
+  job.placement = std::move(placement);
+  job.rec.placement_json = placement_to_json(job.placement);
   job.rec.started = clock_.now();
   job.wait_reason.clear();
   metrics_.queue_wait.observe(util::to_seconds(job.rec.started - job.rec.queued_since));
   std::string where;
-  for (const auto& a : placement) {
+  for (const Placed& a : job.placement) {
     if (a.gpu_idx < 0) continue;
     where += fmt::format("{}{}", where.empty() ? "" : ",", a.gpu_idx);
   }
+  const std::string& node = nodes_.of(job.placement.front()).node.name;
   transition(job, model::JobState::Admitted,
              "admitted by the " + options_.config.policy.name + " policy", tx);
-  transition(
-      job, model::JobState::Placed,
-      where.empty()
-          ? fmt::format("placed on {} (no GPUs)", nodes_[placement[0].node_idx].node.name)
-          : fmt::format("placed on {} GPUs {}", nodes_[placement[0].node_idx].node.name, where),
-      tx);
+  transition(job, model::JobState::Placed,
+             where.empty() ? fmt::format("placed on {} (no GPUs)", node)
+                           : fmt::format("placed on {} GPUs {}", node, where),
+             tx);
   tx.attempts.push_back({.job = job.rec.id,
                          .attempt = job.rec.attempt,
                          .started = job.rec.started,

@@ -41,21 +41,27 @@ util::Duration backoff_delay(const ServerConfig& c, int failures) {
 util::Status ControlPlane::reconcile_once() {
   const util::Duration began = util::WallClock::steady_now();
   util::MutexLock lock(mu_);
+  // 1. Observe: Slurm's nodes, the fleet's provider events (capacity_loop.cc), the workers'
+  //    exits; attempts that ended and dependencies that broke. Committed before planning.
   Tx outcomes;
   sync_batch_nodes();
   if (fleet_) observe_fleet(outcomes);
   observe_workers(outcomes);
   fail_broken_dependencies(outcomes);
   TY_RETURN_IF_ERROR(commit(outcomes));
+  // 2. Nodes that are gone and hold no job leave the book.
   if (fleet_) remove_gone_nodes();
+  // 3. Plan and carry it out (plan_apply.cc): preemptions, scale-ups and releases, starts
+  //    (committed as Placed before any worker is launched).
   Tx starts;
   apply_plan(starts);
-  // Who holds which node from now on, and the records closed meanwhile, in this cycle's commit.
+  // 4. Cost (cost_keeping.cc): who holds which node from now on, budgets, and the records
+  //    closed meanwhile, in this cycle's commit.
   update_cost_shares();
-  update_budgets();
-  persist_cost(starts);
+  cost_.tick(clock_.now(), options_.config.teams, alerts_.get());
+  for (auto& row : cost_.take_unstored()) starts.cost.push_back(std::move(row));
   util::Status st = commit(starts);
-  // After the commits: a job whose attempt ended this cycle stops counting on its GPUs now.
+  // 5. Telemetry: a job whose attempt ended this cycle stops counting on its GPUs now.
   if (recorder_) recorder_->set_placements(telemetry_placements());
   if (options_.batch_sampler != nullptr) options_.batch_sampler->set_workers(batch_worker_gpus());
   metrics_.schedule_cycle.observe(util::to_seconds(util::WallClock::steady_now() - began));
@@ -216,122 +222,129 @@ double ControlPlane::mtbf_estimate_seconds() const {
 
 void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
   const util::Time now = clock_.now();
-  const int64_t milli = job.manifest.spec.total_gpu_share().value();
-  job.rec.attained_gpu_time += (now - job.rec.started) * milli / 1000;
-  if (job.manifest.spec.preemptible) {
-    preemptible_run_time_ += now - job.rec.started;
-    if (job.stop == StopCause::Preempt) ++interruptions_;
-  }
-  if (job.stop == StopCause::Preempt) {
-    // Work since the newest checkpoint is redone by the next attempt: priced into the ledger.
-    const util::Duration lost = record_lost_work(job, now);
-    if (!job.interrupted_node.empty())
-      tx.events.push_back(
-          {.job = job.rec.id,
-           .at = now,
-           .type = "Interrupted",
-           .to_state = std::string(model::job_state_name(job.rec.state)),
-           .attempt = job.rec.attempt,
-           .reason = fmt::format("interrupted: node {} reclaimed by the provider; lost {:.1f} s "
-                                 "of work since the last checkpoint",
-                                 job.interrupted_node, util::to_seconds(lost))});
-  }
+  account_attempt(job, now, tx);
   store::AttemptRecord attempt{.job = job.rec.id,
                                .attempt = job.rec.attempt,
                                .started = job.rec.started,
                                .ended = now,
                                .placement_json = job.rec.placement_json,
                                .processes_json = processes_json(job)};
-  int code = 0;
   for (const auto& w : job.workers) {
-    if (w.status.kind != exec::ExitKind::Exited || w.status.code != 0) code = w.status.code;
+    if (w.status.kind != exec::ExitKind::Exited || w.status.code != 0)
+      attempt.exit_code = w.status.code;
   }
-  attempt.exit_code = code;
   const StopCause cause = job.stop;
   const std::string stop_reason = job.stop_reason;
   job.workers.clear();
   job.placement.clear();
   job.stop = StopCause::None;
+  attempt.outcome = cause == StopCause::Failure
+                        ? end_failed_attempt(job, now, tx)
+                        : end_attempt(job, cause, stop_reason, attempt.exit_code, tx);
+  job.failure_detail.clear();
+  tx.attempts.push_back(std::move(attempt));
+}
+
+void ControlPlane::account_attempt(ActiveJob& job, util::Time now, Tx& tx) {
+  const int64_t milli = job.manifest.spec.total_gpu_share().value();
+  job.rec.attained_gpu_time += (now - job.rec.started) * milli / 1000;
+  if (job.manifest.spec.preemptible) {
+    preemptible_run_time_ += now - job.rec.started;
+    if (job.stop == StopCause::Preempt) ++interruptions_;
+  }
+  if (job.stop != StopCause::Preempt) return;
+  // Work since the newest checkpoint is redone by the next attempt: priced into the ledger.
+  const util::Duration lost = record_lost_work(job, now);
+  if (job.interrupted_node.empty()) return;
+  tx.events.push_back(
+      {.job = job.rec.id,
+       .at = now,
+       .type = "Interrupted",
+       .to_state = std::string(model::job_state_name(job.rec.state)),
+       .attempt = job.rec.attempt,
+       .reason = fmt::format("interrupted: node {} reclaimed by the provider; lost {:.1f} s "
+                             "of work since the last checkpoint",
+                             job.interrupted_node, util::to_seconds(lost))});
+}
+
+std::string ControlPlane::end_attempt(ActiveJob& job, StopCause cause,
+                                      const std::string& stop_reason, int exit_code, Tx& tx) {
   switch (cause) {
-    case StopCause::None:
-      if (code == kExitRequeue) {
-        attempt.outcome = "requeued";
-        transition(job, model::JobState::Pending,
-                   "a worker exited 75 (checkpointed, asks to be requeued); resumes from its "
-                   "checkpoint dir",
-                   tx);
-      } else {
-        attempt.outcome = "succeeded";
-        transition(job, model::JobState::Succeeded, "all workers exited with code 0", tx);
-      }
-      break;
-    case StopCause::Preempt:
-      attempt.outcome =
-          job.interrupted_node.empty() && !job.interrupted ? "preempted" : "interrupted";
+    case StopCause::Preempt: {
+      const bool interrupted = !job.interrupted_node.empty() || job.interrupted;
       job.interrupted = false;
       job.interrupted_node.clear();
       transition(job, model::JobState::Pending,
                  stop_reason + "; requeued, resumes from its checkpoint dir", tx);
-      break;
-    case StopCause::Cancel:
-      attempt.outcome = "cancelled";
-      transition(job, model::JobState::Cancelled, stop_reason, tx);
-      break;
-    case StopCause::Deadline:
-      attempt.outcome = "failed";
-      transition(job, model::JobState::Failed, "DeadlineExceeded: " + stop_reason, tx);
-      break;
-    case StopCause::Failure: {
-      if (!job.unreadable_spec.empty()) {
-        attempt.outcome = "failed";
-        transition(job, model::JobState::Failed, job.unreadable_spec, tx);
-        break;
-      }
-      if (job.launch_refused) {
-        attempt.outcome = "not-started";
-        job.launch_refused = false;
-        job.rec.not_before = now + options_.config.retry_backoff_initial;
-        transition(job, model::JobState::Pending,
-                   fmt::format("{}; requeued (not counted as a failure), next try in {:.0f}s",
-                               job.failure_detail,
-                               util::to_seconds(options_.config.retry_backoff_initial)),
-                   tx);
-        break;
-      }
-      if (job.launch_interrupted) {
-        attempt.outcome = "not-started";
-        job.launch_interrupted = false;
-        transition(job, model::JobState::Pending,
-                   fmt::format("the server restarted while launching the workers ({}); requeued "
-                               "(not counted as a failure)",
-                               job.failure_detail),
-                   tx);
-        break;
-      }
-      const bool lost = job.failure_detail.find("never started") != std::string::npos ||
-                        job.failure_detail.find("lost") != std::string::npos;
-      attempt.outcome = lost ? "lost" : "failed";
-      job.rec.failures += 1;
-      const int limit = job.manifest.backoff_limit;
-      if (job.rec.failures <= limit) {
-        const util::Duration delay = backoff_delay(options_.config, job.rec.failures);
-        job.rec.not_before = now + delay;
-        transition(
-            job, model::JobState::Pending,
-            fmt::format("attempt {} failed ({}); retry {}/{} in {:.0f}s", job.rec.attempt,
-                        job.failure_detail, job.rec.failures, limit, util::to_seconds(delay)),
-            tx);
-      } else {
-        transition(job, model::JobState::Failed,
-                   fmt::format("failed {} time(s), backoffLimit {} reached; last: {}",
-                               job.rec.failures, limit, job.failure_detail),
-                   tx);
-      }
-      break;
+      return interrupted ? "interrupted" : "preempted";
     }
+    case StopCause::Cancel:
+      transition(job, model::JobState::Cancelled, stop_reason, tx);
+      return "cancelled";
+    case StopCause::Deadline:
+      transition(job, model::JobState::Failed, "DeadlineExceeded: " + stop_reason, tx);
+      return "failed";
+    case StopCause::None:
+    case StopCause::Failure:
+      break;
   }
-  job.failure_detail.clear();
-  tx.attempts.push_back(std::move(attempt));
+  if (exit_code == kExitRequeue) {
+    transition(job, model::JobState::Pending,
+               "a worker exited 75 (checkpointed, asks to be requeued); resumes from its "
+               "checkpoint dir",
+               tx);
+    return "requeued";
+  }
+  transition(job, model::JobState::Succeeded, "all workers exited with code 0", tx);
+  return "succeeded";
+}
+
+std::string ControlPlane::end_failed_attempt(ActiveJob& job, util::Time now, Tx& tx) {
+  if (!job.unreadable_spec.empty()) {
+    transition(job, model::JobState::Failed, job.unreadable_spec, tx);
+    return "failed";
+  }
+  if (job.launch_refused || job.launch_interrupted) {
+    requeue_unstarted(job, now, tx);
+    return "not-started";
+  }
+  const bool lost = job.failure_detail.find("never started") != std::string::npos ||
+                    job.failure_detail.find("lost") != std::string::npos;
+  job.rec.failures += 1;
+  const int limit = job.manifest.backoff_limit;
+  if (job.rec.failures <= limit) {
+    const util::Duration delay = backoff_delay(options_.config, job.rec.failures);
+    job.rec.not_before = now + delay;
+    transition(job, model::JobState::Pending,
+               fmt::format("attempt {} failed ({}); retry {}/{} in {:.0f}s", job.rec.attempt,
+                           job.failure_detail, job.rec.failures, limit, util::to_seconds(delay)),
+               tx);
+  } else {
+    transition(job, model::JobState::Failed,
+               fmt::format("failed {} time(s), backoffLimit {} reached; last: {}", job.rec.failures,
+                           limit, job.failure_detail),
+               tx);
+  }
+  return lost ? "lost" : "failed";
+}
+
+void ControlPlane::requeue_unstarted(ActiveJob& job, util::Time now, Tx& tx) {
+  if (job.launch_refused) {
+    job.launch_refused = false;
+    job.rec.not_before = now + options_.config.retry_backoff_initial;
+    transition(
+        job, model::JobState::Pending,
+        fmt::format("{}; requeued (not counted as a failure), next try in {:.0f}s",
+                    job.failure_detail, util::to_seconds(options_.config.retry_backoff_initial)),
+        tx);
+    return;
+  }
+  job.launch_interrupted = false;
+  transition(job, model::JobState::Pending,
+             fmt::format("the server restarted while launching the workers ({}); requeued "
+                         "(not counted as a failure)",
+                         job.failure_detail),
+             tx);
 }
 
 void ControlPlane::fail_broken_dependencies(Tx& tx) {

@@ -114,43 +114,40 @@ util::Status ControlPlane::recover() {
   return commit(tx);
 }
 
+namespace {
+
+// The workers an attempt's stored processes_json names, by rank; none when it is unreadable.
+std::map<int, WorkerProcess> stored_workers(const std::string& processes_json) {
+  std::map<int, WorkerProcess> by_rank;
+  if (processes_json.empty()) return by_rank;
+  try {
+    for (const auto& p : nlohmann::json::parse(processes_json)) {
+      WorkerProcess w{.rank = p.at("rank").get<int>(),
+                      .ref = {p.at("pid").get<int>(), p.at("start_ticks").get<int64_t>(),
+                              p.value("batch_job", int64_t{0})},
+                      .run_dir = p.at("run_dir").get<std::string>()};
+      by_rank[w.rank] = w;
+    }
+  } catch (const nlohmann::json::exception&) {
+    by_rank.clear();
+  }
+  return by_rank;
+}
+
+}  // namespace
+
 void ControlPlane::kill_worker(const WorkerProcess& w) {
   if (w.ref.known() && !w.finished) (void)executor_.kill(w.ref);
 }
 
 util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
-  const util::JobId id = job.rec.id;
   ensure_placeholder_nodes(job.rec.placement_json);
   auto placement = placement_from_json(job.rec.placement_json);
   if (placement.is_ok()) job.placement = *placement;
-  std::map<int, WorkerProcess> by_rank;
-  TY_ASSIGN_OR_RETURN(auto attempt, store_->attempt(id, job.rec.attempt));
-  if (attempt && !attempt->processes_json.empty()) {
-    try {
-      for (const auto& p : nlohmann::json::parse(attempt->processes_json)) {
-        WorkerProcess w{.rank = p.at("rank").get<int>(),
-                        .ref = {p.at("pid").get<int>(), p.at("start_ticks").get<int64_t>(),
-                                p.value("batch_job", int64_t{0})},
-                        .run_dir = p.at("run_dir").get<std::string>()};
-        by_rank[w.rank] = w;
-      }
-    } catch (const nlohmann::json::exception&) {
-      by_rank.clear();
-    }
-  }
-  int found = 0;
   const int world = attempt_workers(job);
-  for (int rank = 0; rank < world; ++rank) {
-    WorkerProcess& w = by_rank[rank];
-    w.rank = rank;
-    if (w.run_dir.empty()) w.run_dir = run_dir(id, job.rec.attempt, rank).string();
-    if (!w.ref.known()) {
-      auto ref = executor_.find_attempt(id, job.rec.attempt, rank, w.run_dir);
-      if (ref.is_ok()) w.ref = *ref;
-    }
-    if (w.ref.known()) ++found;
-    job.workers.push_back(w);
-  }
+  TY_ASSIGN_OR_RETURN(auto attempt, store_->attempt(job.rec.id, job.rec.attempt));
+  const int found = find_workers(
+      job, attempt ? stored_workers(attempt->processes_json) : std::map<int, WorkerProcess>{});
   if (!placement.is_ok()) {
     // Its GPUs are gone (the machine changed): stop what still runs and retry elsewhere.
     for (auto& w : job.workers) kill_worker(w);
@@ -159,23 +156,7 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
     job.placement.clear();
   }
   if (job.rec.state == model::JobState::Placed && found == 0) {
-    // Placed was committed but the server stopped before it launched any worker: the attempt
-    // never ran, so the job is simply queued again (not a failure, no backoff).
-    tx.attempts.push_back({.job = id,
-                           .attempt = job.rec.attempt,
-                           .started = job.rec.started,
-                           .ended = clock_.now(),
-                           .placement_json = job.rec.placement_json,
-                           .outcome = "not-started"});
-    job.workers.clear();
-    job.placement.clear();
-    job.rec.placement_json.clear();
-    job.stop = StopCause::None;
-    job.failure_detail.clear();
-    transition(job, model::JobState::Pending,
-               "the server restarted before launching the workers; requeued (not counted as a "
-               "failure)",
-               tx);
+    requeue_never_launched(job, tx);
     return util::Status::ok();
   }
   // Some ranks started and others not: the launch was cut short, which is not the job's fault.
@@ -185,41 +166,86 @@ util::Status ControlPlane::readopt(ActiveJob& job, Tx& tx) {
   if (job.rec.state == model::JobState::Placed) {
     transition(job, model::JobState::Running, reason, tx);
   } else {
-    tx.events.push_back({.job = id,
+    tx.events.push_back({.job = job.rec.id,
                          .at = clock_.now(),
                          .type = "Adopted",
                          .to_state = std::string(model::job_state_name(job.rec.state)),
                          .attempt = job.rec.attempt,
                          .reason = reason});
   }
+  TY_RETURN_IF_ERROR(resume_stop(job));
+  stop_for_lost_workers(job);
+  return util::Status::ok();
+}
+
+int ControlPlane::find_workers(ActiveJob& job, std::map<int, WorkerProcess> by_rank) {
+  int found = 0;
+  const int world = attempt_workers(job);
+  for (int rank = 0; rank < world; ++rank) {
+    WorkerProcess& w = by_rank[rank];
+    w.rank = rank;
+    if (w.run_dir.empty()) w.run_dir = run_dir(job.rec.id, job.rec.attempt, rank).string();
+    if (!w.ref.known()) {
+      auto ref = executor_.find_attempt(job.rec.id, job.rec.attempt, rank, w.run_dir);
+      if (ref.is_ok()) w.ref = *ref;
+    }
+    if (w.ref.known()) ++found;
+    job.workers.push_back(w);
+  }
+  return found;
+}
+
+void ControlPlane::requeue_never_launched(ActiveJob& job, Tx& tx) {
+  // Placed was committed but the server stopped before it launched any worker: the attempt
+  // never ran, so the job is simply queued again (not a failure, no backoff).
+  tx.attempts.push_back({.job = job.rec.id,
+                         .attempt = job.rec.attempt,
+                         .started = job.rec.started,
+                         .ended = clock_.now(),
+                         .placement_json = job.rec.placement_json,
+                         .outcome = "not-started"});
+  job.workers.clear();
+  job.placement.clear();
+  job.rec.placement_json.clear();
+  job.stop = StopCause::None;
+  job.failure_detail.clear();
+  transition(job, model::JobState::Pending,
+             "the server restarted before launching the workers; requeued (not counted as a "
+             "failure)",
+             tx);
+}
+
+util::Status ControlPlane::resume_stop(ActiveJob& job) {
   const util::Time kill_at = clock_.now() + job.manifest.checkpoint.grace_period;
   if (job.rec.state == model::JobState::Preempting) {
     job.stop = StopCause::Preempt;
     job.stop_reason = job.rec.reason;
     job.kill_at = kill_at;
-  } else if (job.stop == StopCause::None) {
-    TY_ASSIGN_OR_RETURN(auto events, store_->events(id, 0, 100000));
-    for (const auto& e : events) {
-      if (e.type == "CancelRequested" && e.attempt == job.rec.attempt) {
-        job.stop = StopCause::Cancel;
-        job.stop_reason = e.reason;
-        job.kill_at = kill_at;
-      }
-    }
+    return util::Status::ok();
   }
-  for (auto& w : job.workers) {
-    if (!w.ref.known()) {
-      w.finished = true;
-      w.status = {exec::ExitKind::Lost, 0, "lost: no trace of the worker after a server restart"};
-      if (job.stop == StopCause::None) {
-        job.stop = StopCause::Failure;
-        job.failure_detail = fmt::format("rank {} {}", w.rank, w.status.detail);
-        job.kill_at = clock_.now();
-        for (auto& other : job.workers) kill_worker(other);
-      }
+  if (job.stop != StopCause::None) return util::Status::ok();
+  TY_ASSIGN_OR_RETURN(auto events, store_->events(job.rec.id, 0, 100000));
+  for (const auto& e : events) {
+    if (e.type == "CancelRequested" && e.attempt == job.rec.attempt) {
+      job.stop = StopCause::Cancel;
+      job.stop_reason = e.reason;
+      job.kill_at = kill_at;
     }
   }
   return util::Status::ok();
+}
+
+void ControlPlane::stop_for_lost_workers(ActiveJob& job) {
+  for (auto& w : job.workers) {
+    if (w.ref.known()) continue;
+    w.finished = true;
+    w.status = {exec::ExitKind::Lost, 0, "lost: no trace of the worker after a server restart"};
+    if (job.stop != StopCause::None) continue;
+    job.stop = StopCause::Failure;
+    job.failure_detail = fmt::format("rank {} {}", w.rank, w.status.detail);
+    job.kill_at = clock_.now();
+    for (auto& other : job.workers) kill_worker(other);
+  }
 }
 
 }  // namespace trainyard::server

@@ -72,44 +72,49 @@ void ControlPlane::sync_batch_nodes() {
     }
   }
   for (const auto& v : view.nodes) {
-    int idx = node_index(v.name);
-    if (idx < 0) {
-      nodes_.push_back(batch_node(v.name, next_node_id_++));
-      idx = static_cast<int>(nodes_.size()) - 1;
+    LocalNode* n = nodes_.find(v.name);
+    if (n == nullptr) {
+      LocalNode added = batch_node(v.name, next_node_id_++);
+      const util::NodeId id = added.node.id;
+      nodes_.add(std::move(added));
+      n = nodes_.find(id);
       TY_LOG_INFO("Slurm node {}: {} x {} ({}), {} CPUs, {} MB", v.name, v.gpus,
                   v.accelerator.empty() ? v.gres_type : v.accelerator, v.state, v.cpus,
                   v.memory_mb);
     }
-    LocalNode& n = nodes_[idx];
-    // GPUs trainyard placed there, by slot.
-    uint32_t ours = 0;
-    for (const auto& [id, job] : active_)
-      for (const auto& a : job.placement)
-        if (a.node_idx == idx && a.gpu_idx >= 0 && a.gpu_idx < 32) ours |= 1u << a.gpu_idx;
-    const int gpus = std::min(v.gpus, model::kMaxGpusPerNode);
-    if (gpus != n.node.gpu_count || v.accelerator != n.node.gpu_model) {
-      if (ours == 0 || gpus >= n.node.gpu_count) {
-        n.node.gpu_model = v.accelerator.empty() ? v.gres_type : v.accelerator;
-        set_gpus(n, gpus);
-      }
-    }
-    n.address = v.address;
-    n.node.cpu = model::CpuMilli(v.cpus * 1000);
-    n.node.memory = model::Bytes(v.memory_mb << 20);
-    n.node.labels = labels_of(v);
-    n.problem = v.problem;
-    n.node.state = v.usable ? model::NodeState::Ready : model::NodeState::Draining;
-    // What others hold: the highest free slots, so trainyard's own placements keep theirs.
-    uint32_t held = 0;
-    int left = v.gpus_used_by_others;
-    for (int g = n.node.gpu_count - 1; g >= 0 && left > 0; --g) {
-      if ((ours >> g) & 1u) continue;
-      held |= 1u << g;
-      --left;
-    }
-    n.gpus_held_outside = held;
-    n.cpu_held_outside_milli = v.cpus_used_by_others * 1000;
+    describe_batch_node(*n, v);
   }
+}
+
+void ControlPlane::describe_batch_node(LocalNode& n, const exec::SlurmNodeView& v) {
+  // GPUs trainyard placed there, by slot.
+  uint32_t ours = 0;
+  for (const auto& [id, job] : active_)
+    for (const Placed& a : job.placement)
+      if (a.node == n.node.id && a.gpu_idx >= 0 && a.gpu_idx < 32) ours |= 1u << a.gpu_idx;
+  const int gpus = std::min(v.gpus, model::kMaxGpusPerNode);
+  if (gpus != n.node.gpu_count || v.accelerator != n.node.gpu_model) {
+    if (ours == 0 || gpus >= n.node.gpu_count) {
+      n.node.gpu_model = v.accelerator.empty() ? v.gres_type : v.accelerator;
+      set_gpus(n, gpus);
+    }
+  }
+  n.address = v.address;
+  n.node.cpu = model::CpuMilli(v.cpus * 1000);
+  n.node.memory = model::Bytes(v.memory_mb << 20);
+  n.node.labels = labels_of(v);
+  n.problem = v.problem;
+  n.node.state = v.usable ? model::NodeState::Ready : model::NodeState::Draining;
+  // What others hold: the highest free slots, so trainyard's own placements keep theirs.
+  uint32_t held = 0;
+  int left = v.gpus_used_by_others;
+  for (int g = n.node.gpu_count - 1; g >= 0 && left > 0; --g) {
+    if ((ours >> g) & 1u) continue;
+    held |= 1u << g;
+    --left;
+  }
+  n.gpus_held_outside = held;
+  n.cpu_held_outside_milli = v.cpus_used_by_others * 1000;
 }
 
 void ControlPlane::ensure_placeholder_nodes(const std::string& placement_json) {
@@ -119,15 +124,16 @@ void ControlPlane::ensure_placeholder_nodes(const std::string& placement_json) {
   for (const auto& a : placement) {
     if (!a.is_object() || !a.contains("node") || !a["node"].is_string()) continue;
     const std::string name = a["node"].get<std::string>();
-    int idx = node_index(name);
-    if (idx < 0) {
-      nodes_.push_back(batch_node(name, next_node_id_++));
-      nodes_.back().problem = "not yet described by Slurm";
-      idx = static_cast<int>(nodes_.size()) - 1;
+    LocalNode* n = nodes_.find(name);
+    if (n == nullptr) {
+      LocalNode added = batch_node(name, next_node_id_++);
+      added.problem = "not yet described by Slurm";
+      const util::NodeId id = added.node.id;
+      nodes_.add(std::move(added));
+      n = nodes_.find(id);
     }
     const int gpu = a.value("gpu", -1);
-    if (gpu >= 0 && gpu < model::kMaxGpusPerNode && gpu >= nodes_[idx].node.gpu_count)
-      set_gpus(nodes_[idx], gpu + 1);
+    if (gpu >= 0 && gpu < model::kMaxGpusPerNode && gpu >= n->node.gpu_count) set_gpus(*n, gpu + 1);
   }
 }
 

@@ -89,8 +89,7 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
           job.rec.queued_since > util::kEpoch ? job.rec.queued_since : job.rec.submitted;
       waits.push_back(std::max(0.0, util::to_seconds(now - since)));
     }
-    ledger_.advance(ledger_time(now));
-    const cloud::CostReport today = ledger_.report(day, now);
+    const cloud::CostReport today = cost_.ledger_at(now).report(day, now);
     if (scope_team.empty()) {
       spent_today = today.total.cost_usd;
     } else if (auto it = today.teams.find(scope_team); it != today.teams.end()) {
@@ -98,12 +97,12 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
     }
     for (const auto& t : options_.config.teams) {
       if (t.budget_usd <= 0 || !who.may_access_team(t.name)) continue;
-      const auto left = budget_left_.find(t.name);
+      const auto left = cost_.budget_left(t.name);
       budgets.push_back(
           {{"team", t.name},
            {"period", t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month"},
            {"budgetUsd", t.budget_usd},
-           {"spentUsd", left == budget_left_.end() ? 0.0 : t.budget_usd - left->second}});
+           {"spentUsd", left ? t.budget_usd - *left : 0.0}});
     }
   }
   {

@@ -162,7 +162,7 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
       if (uuid.empty()) continue;
       auto& jobs = p.by_device[uuid];
       if (std::find(jobs.begin(), jobs.end(), ref) == jobs.end()) jobs.push_back(ref);
-      if (a.mig_profile >= 0) p.parent_of[uuid] = nodes_[a.node_idx].gpus[a.gpu_idx].uuid;
+      if (a.mig_profile >= 0) p.parent_of[uuid] = nodes_.of(a).gpus[a.gpu_idx].uuid;
       if (p.loads.contains(uuid)) continue;  // a shared GPU runs the first job's load
       telemetry::SyntheticLoad load{
           .job_id = std::to_string(id.value()),
@@ -191,8 +191,8 @@ std::vector<BatchWorkerGpus> ControlPlane::batch_worker_gpus() const {
       BatchWorkerGpus g{.run_dir = w.run_dir};
       for (const auto& a : job.placement) {
         if (a.worker != w.rank || a.gpu_idx < 0) continue;
-        if (!nodes_[a.node_idx].batch) continue;
-        g.node = nodes_[a.node_idx].node.name;
+        if (!nodes_.of(a).batch) continue;
+        g.node = nodes_.of(a).node.name;
         g.slots.push_back(device_uuid(a));
         g.slot_index.push_back(a.gpu_idx);
       }
@@ -405,7 +405,7 @@ std::string ControlPlane::metrics_text() const {
       counts.jobs_by_state[std::string(model::job_state_name(job.rec.state))] += 1;
       for (const auto& a : job.placement) {
         if (a.gpu_idx < 0) continue;
-        const LocalNode& node = nodes_[a.node_idx];
+        const LocalNode& node = nodes_.of(a);
         double share = a.milli / 1000.0;
         if (a.mig_profile >= 0) {
           const auto* acc = model::find_accelerator(node.node.gpu_model);

@@ -94,14 +94,14 @@ util::Status Fleet::node_ready(const drive::FleetNode& fn, Time now) {
   slots_[idx] = {.request = fn.request, .up_since = now, .name = n.name};
   node_of_[fn.request] = idx;
   occupancy_.add_node(idx);
-  return ledger_.node_up(n.name, n.pool, n.gpu_count, fn.price_per_hour, now);
+  return cost_.node_up(n.name, n.pool, n.gpu_count, fn.price_per_hour, now);
 }
 
 void Fleet::node_gone(int idx, Time now) {
   Slot& s = slots_[idx];
   sched::SnapshotNode& n = snap_.nodes[idx];
   if (n.spot) spot_node_hours_[n.pool] += util::to_seconds(now - s.up_since) / 3600.0;
-  (void)ledger_.node_down(s.name, now);
+  (void)cost_.node_down(s.name, now);
   occupancy_.remove_node(idx);
   n.schedulable = false;
   n.gpu_count = 0;
@@ -120,7 +120,7 @@ std::optional<Time> Fleet::set_holders(int node_idx, std::vector<cloud::CostShar
   const Slot& s = slots_.at(static_cast<size_t>(node_idx));
   sched::SnapshotNode& n = snap_.nodes[node_idx];
   const bool empty = shares.empty();
-  (void)ledger_.set_shares(s.name, std::move(shares), now);
+  (void)cost_.set_holders(s.name, std::move(shares), now);
   if (!empty) {
     n.idle_since = Time::max();
     return std::nullopt;
@@ -136,7 +136,7 @@ void Fleet::record_lost_work(int node_idx, const std::string& job, const std::st
                              int64_t milli, Duration lost, Time now, bool interruption) {
   const Slot& s = slots_.at(static_cast<size_t>(node_idx));
   if (s.request == 0) return;
-  (void)ledger_.record_lost_work(s.name, job, team, milli, lost, now, interruption);
+  (void)cost_.record_lost_work(s.name, job, team, milli, lost, now, interruption);
 }
 
 void Fleet::close(Time now) {
@@ -154,7 +154,7 @@ void Fleet::close(Time now) {
     last = std::max(last, end);
     node_gone(static_cast<int>(i), end);
   }
-  ledger_.advance(last);
+  cost_.ledger().advance(last);
 }
 
 std::optional<Time> Fleet::next_wake(Time now, bool jobs_wait) const {

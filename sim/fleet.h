@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "cloud/cost_ledger.h"
 #include "cloud/simcloud.h"
 #include "cloud/spot_advisor.h"
+#include "drive/cost_book.h"
 #include "drive/fleet.h"
 #include "sched/plan.h"
 #include "sched/snapshot.h"
@@ -86,7 +86,7 @@ class Fleet {
   bool all_preemptible() const { return scenario_.all_preemptible; }
   util::Duration checkpoint_cost() const { return scenario_.checkpoint_cost; }
 
-  const cloud::CostLedger& ledger() const { return ledger_; }
+  const cloud::CostLedger& ledger() const { return cost_.ledger(); }
   int nodes_up() const { return cloud_->nodes_up(); }
   int gpus_up() const { return cloud_->gpus_up(); }
   // Running bill: USD per hour of every node up now.
@@ -112,7 +112,7 @@ class Fleet {
   Occupancy& occupancy_;
   util::VirtualClock clock_;
   std::unique_ptr<drive::Fleet> cloud_;
-  cloud::CostLedger ledger_;
+  drive::CostBook cost_;
   std::vector<double> prior_rate_;           // per pool: interruptions per node-hour before any
   std::vector<double> spot_node_hours_;      // per pool: for the observed interruption rate
   std::vector<Slot> slots_;                  // by snapshot node index = drive::FleetNode::slot
