@@ -4,29 +4,38 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
+#include "model/api_alert_views.h"
 
 namespace trainyard::cli {
 namespace {
 
 // "GPU 0 / job 12 (train)", "team vision": who the alert is about, short enough for a table.
-std::string subject_cell(const nlohmann::json& s) {
+std::string subject_cell(const model::AlertSubjectView& s) {
   std::string out;
-  if (s["gpu"].is_object()) out = fmt::format("GPU {}", cell(s["gpu"]["index"]));
-  const auto& jobs = s["jobs"];
-  if (jobs.is_array() && !jobs.empty()) {
-    const auto& j = jobs[0];
-    std::string job = fmt::format("job {}", cell(j["id"]));
-    if (j["name"].is_string() && !j["name"].get<std::string>().empty())
-      job += fmt::format(" ({})", j["name"].get<std::string>());
-    if (jobs.size() > 1) job += fmt::format(" +{}", jobs.size() - 1);
+  if (s.gpu) out = fmt::format("GPU {}", s.gpu->index);
+  if (!s.jobs.empty()) {
+    const auto& j = s.jobs[0];
+    std::string job = fmt::format("job {}", j.id);
+    if (j.name && !j.name->empty()) job += fmt::format(" ({})", *j.name);
+    if (s.jobs.size() > 1) job += fmt::format(" +{}", s.jobs.size() - 1);
     out += out.empty() ? job : " / " + job;
   }
-  if (out.empty() && s["team"].is_string()) out = "team " + s["team"].get<std::string>();
+  if (out.empty()) out = "team " + s.team;
   return out.empty() ? "-" : out;
+}
+
+std::vector<std::string> alert_row(const model::AlertView& a, bool all, bool wide) {
+  std::vector<std::string> row = {a.severity, a.rule, subject_cell(a.subject),
+                                  age_of(std::optional(a.started_at))};
+  if (all || wide) row.push_back(a.state);
+  if (wide) row.push_back(std::to_string(a.id));
+  row.push_back(a.summary);
+  return row;
 }
 
 }  // namespace
@@ -46,25 +55,21 @@ Runner add_alerts_command(CLI::App& app) {
   return [o] {
     if (auto st = check_list_output(o->output); !st.is_ok()) return report("alerts", st);
     ApiClient api(o->client);
-    auto r = api.get(o->all ? "/api/v1/alerts?all=1" : "/api/v1/alerts");
+    auto r =
+        get_reply<model::AlertListView>(api, o->all ? "/api/v1/alerts?all=1" : "/api/v1/alerts");
     if (!r.is_ok()) return report("alerts", r.status());
-    if (print_names((*r)["items"], o->output, "alert", "id")) return kExitOk;
-    if (print_structured(*r, o->output)) return kExitOk;
+    if (o->output == "name") {
+      for (const auto& a : r->view.items) std::cout << "alert/" << a.id << "\n";
+      return kExitOk;
+    }
+    if (print_structured(r->raw, o->output)) return kExitOk;
     const bool wide = o->output == "wide";
-    const auto& items = (*r)["items"];
-    if (!items.is_array() || items.empty()) {
+    if (r->view.items.empty()) {
       std::cerr << (o->all ? "No alerts.\n" : "No alerts firing.\n");
       return kExitOk;
     }
     std::vector<std::vector<std::string>> rows;
-    for (const auto& a : items) {
-      std::vector<std::string> row = {cell(a["severity"]), cell(a["rule"]),
-                                      subject_cell(a["subject"]), age_of(a["startedAt"])};
-      if (o->all || wide) row.push_back(cell(a["state"]));
-      if (wide) row.push_back(cell(a["id"]));
-      row.push_back(cell(a["summary"]));
-      rows.push_back(std::move(row));
-    }
+    for (const auto& a : r->view.items) rows.push_back(alert_row(a, o->all, wide));
     std::vector<std::string> header = {"SEVERITY", "RULE", "SUBJECT", "SINCE"};
     if (o->all || wide) header.push_back("STATE");
     if (wide) header.push_back("ID");

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/list_output.h"
 #include "cli/output.h"
+#include "model/api_job_health_views.h"
 
 namespace trainyard::cli {
 
@@ -26,18 +28,23 @@ Runner add_checkpoints_command(CLI::App& app) {
     ApiClient api(o->client);
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("checkpoints", id.status());
-    auto r = api.get(fmt::format("/api/v1/jobs/{}/checkpoints", *id));
+    auto r =
+        get_reply<model::CheckpointListView>(api, fmt::format("/api/v1/jobs/{}/checkpoints", *id));
     if (!r.is_ok()) return report("checkpoints", r.status());
-    if (print_names((*r)["items"], o->output, "checkpoint", "step")) return kExitOk;
-    if (print_structured(*r, o->output)) return kExitOk;
+    if (o->output == "name") {
+      for (const auto& c : r->view.items) std::cout << "checkpoint/" << c.step << "\n";
+      return kExitOk;
+    }
+    if (print_structured(r->raw, o->output)) return kExitOk;
     const bool wide = o->output == "wide";
-    std::cout << "dir: " << cell((*r)["dir"]) << "\n";
+    std::cout << "dir: " << r->view.dir << "\n";
     std::vector<std::vector<std::string>> rows;
-    for (const auto& c : (*r)["items"]) {
-      rows.push_back({cell(c["step"]), fmt::format("{:.1f}", c["bytes"].get<double>() / (1 << 20)),
-                      age_of(c["created"]), c["verified"].get<bool>() ? "yes" : "no",
-                      c["problem"].get<std::string>().empty() ? "-" : cell(c["problem"])});
-      if (wide) rows.back().push_back(cell(c["path"]));
+    for (const auto& c : r->view.items) {
+      rows.push_back({std::to_string(c.step),
+                      fmt::format("{:.1f}", static_cast<double>(c.bytes) / (1 << 20)),
+                      age_of(std::optional(c.created)), c.verified ? "yes" : "no",
+                      c.problem.empty() ? "-" : c.problem});
+      if (wide) rows.back().push_back(c.path);
     }
     std::vector<std::string> header = {"STEP", "MIB", "AGE", "VERIFIED", "PROBLEM"};
     if (wide) header.push_back("PATH");

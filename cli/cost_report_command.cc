@@ -5,14 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/client.h"
 #include "cli/cost_commands.h"
 #include "cli/output.h"
+#include "model/api_cost_views.h"
 
 namespace trainyard::cli {
 namespace {
-
-using nlohmann::json;
 
 // Query values here are team names and times ("-24h", "2026-11-23T10:00:00Z").
 std::string query_escape(const std::string& v) {
@@ -27,76 +27,72 @@ std::string query_escape(const std::string& v) {
   return out;
 }
 
-std::string usd(const json& v) {
-  return fmt::format("{:.4f}", v.get<double>());
+std::string usd(double v) {
+  return fmt::format("{:.4f}", v);
 }
-std::string hours(const json& v) {
-  return fmt::format("{:.3f}", v.get<double>());
-}
-
-std::vector<std::string> totals_cells(const json& t) {
-  return {usd(t["cost_usd"]),         hours(t["gpu_hours"]),   hours(t["idle_gpu_hours"]),
-          hours(t["lost_gpu_hours"]), usd(t["lost_cost_usd"]), cell(t["interruptions"])};
+std::string hours(double v) {
+  return fmt::format("{:.3f}", v);
 }
 
-void print_table(const json& r) {
-  const std::vector<std::string> money = {"COST $",     "GPU-H",  "IDLE GPU-H",
-                                          "LOST GPU-H", "LOST $", "INTERRUPTIONS"};
-  auto header = [&](std::vector<std::string> first) {
-    first.insert(first.end(), money.begin(), money.end());
-    return first;
-  };
-  std::cout << "Cost from " << cell(r["since"]) << " to " << cell(r["until"]) << "\n\n";
+std::vector<std::string> totals_cells(const model::CostTotalsView& t) {
+  return {usd(t.cost_usd),         hours(t.gpu_hours),   hours(t.idle_gpu_hours),
+          hours(t.lost_gpu_hours), usd(t.lost_cost_usd), std::to_string(t.interruptions)};
+}
+
+// A table's rows: `first` cells, then the totals.
+std::vector<std::string> row_of(std::vector<std::string> first, const model::CostTotalsView& t) {
+  auto cells = totals_cells(t);
+  first.insert(first.end(), cells.begin(), cells.end());
+  return first;
+}
+
+std::vector<std::string> header_of(std::vector<std::string> first) {
+  static const std::vector<std::string> kMoney = {"COST $",     "GPU-H",  "IDLE GPU-H",
+                                                  "LOST GPU-H", "LOST $", "INTERRUPTIONS"};
+  first.insert(first.end(), kMoney.begin(), kMoney.end());
+  return first;
+}
+
+// Teams, the idle share (the bill only) and the total.
+void print_team_table(const model::CostReportView& r) {
   std::vector<std::vector<std::string>> rows;
-  for (const auto& t : r["teams"]) {
-    auto row = totals_cells(t);
-    row.insert(row.begin(), cell(t["team"]));
-    rows.push_back(std::move(row));
-  }
-  const json& total = r["total"];
-  if (r["scope"] == "all") {
+  for (const auto& t : r.teams) rows.push_back(row_of({t.team}, t.totals));
+  const bool bill = r.scope == "all";
+  if (bill) {
     // What no job held: billed all the same, charged to no team.
-    rows.push_back({"__idle__", usd(total["idle_cost_usd"]), hours(total["idle_gpu_hours"]), "-",
-                    "-", "-", "-"});
+    rows.push_back({"__idle__", usd(r.total.idle_cost_usd), hours(r.total.idle_gpu_hours), "-", "-",
+                    "-", "-"});
   }
-  auto total_row = totals_cells(total);
-  total_row.insert(total_row.begin(), r["scope"] == "all" ? "TOTAL (bill)" : "TOTAL (team)");
-  rows.push_back(std::move(total_row));
-  std::cout << render_table(header({"TEAM"}), rows) << "\n";
-  if (!r["pools"].empty()) {
-    rows.clear();
-    for (const auto& p : r["pools"]) {
-      auto row = totals_cells(p);
-      row.insert(row.begin(), cell(p["pool"]));
-      rows.push_back(std::move(row));
-    }
-    std::cout << render_table(header({"POOL"}), rows) << "\n";
+  rows.push_back(row_of({bill ? "TOTAL (bill)" : "TOTAL (team)"}, r.total));
+  std::cout << render_table(header_of({"TEAM"}), rows) << "\n";
+}
+
+void print_table(const model::CostReportView& r) {
+  std::cout << "Cost from " << r.since << " to " << r.until << "\n\n";
+  print_team_table(r);
+  std::vector<std::vector<std::string>> rows;
+  if (!r.pools.empty()) {
+    for (const auto& p : r.pools) rows.push_back(row_of({p.pool}, p.totals));
+    std::cout << render_table(header_of({"POOL"}), rows) << "\n";
   }
   rows.clear();
-  for (const auto& j : r["jobs"]) {
-    auto row = totals_cells(j);
-    row.insert(row.begin(),
-               {cell(j["job"]), j["name"].get<std::string>().empty() ? "-" : cell(j["name"]),
-                cell(j["team"])});
-    rows.push_back(std::move(row));
-  }
+  for (const auto& j : r.jobs)
+    rows.push_back(row_of({j.job, j.name.empty() ? "-" : j.name, j.team}, j.totals));
   if (rows.empty()) {
     std::cout << "No job held a GPU in this period.\n";
   } else {
-    std::cout << render_table(header({"JOB", "NAME", "TEAM"}), rows);
+    std::cout << render_table(header_of({"JOB", "NAME", "TEAM"}), rows);
   }
 }
 
-void print_csv(const json& r) {
+void print_csv(const model::CostReportView& r) {
   std::cout << "kind,key,name,team,cost_usd,gpu_hours,idle_gpu_hours,idle_cost_usd,"
                "lost_gpu_hours,lost_cost_usd,interruptions\n";
   auto line = [](const std::string& kind, const std::string& key, const std::string& name,
-                 const std::string& team, const json& t) {
+                 const std::string& team, const model::CostTotalsView& t) {
     std::cout << fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", kind,
-                             key, name, team, t["cost_usd"].get<double>(),
-                             t["gpu_hours"].get<double>(), t["idle_gpu_hours"].get<double>(),
-                             t["idle_cost_usd"].get<double>(), t["lost_gpu_hours"].get<double>(),
-                             t["lost_cost_usd"].get<double>(), t["interruptions"].get<int>());
+                             key, name, team, t.cost_usd, t.gpu_hours, t.idle_gpu_hours,
+                             t.idle_cost_usd, t.lost_gpu_hours, t.lost_cost_usd, t.interruptions);
   };
   // Names are user-chosen: quote them the CSV way when they hold a comma or a quote.
   auto quoted = [](const std::string& s) {
@@ -105,11 +101,10 @@ void print_csv(const json& r) {
     for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
     return out + "\"";
   };
-  line("total", r["scope"].get<std::string>(), "", "", r["total"]);
-  for (const auto& t : r["teams"]) line("team", quoted(t["team"]), "", quoted(t["team"]), t);
-  for (const auto& p : r["pools"]) line("pool", quoted(p["pool"]), "", "", p);
-  for (const auto& j : r["jobs"])
-    line("job", j["job"].get<std::string>(), quoted(j["name"]), quoted(j["team"]), j);
+  line("total", r.scope, "", "", r.total);
+  for (const auto& t : r.teams) line("team", quoted(t.team), "", quoted(t.team), t.totals);
+  for (const auto& p : r.pools) line("pool", quoted(p.pool), "", "", p.totals);
+  for (const auto& j : r.jobs) line("job", j.job, quoted(j.name), quoted(j.team), j.totals);
 }
 
 }  // namespace
@@ -136,14 +131,14 @@ int run_cost_report(const CostReportOptions& o) {
     sep = '&';
   }
   ApiClient api(o.client);
-  auto r = api.get(path);
+  auto r = get_reply<model::CostReportView>(api, path);
   if (!r.is_ok()) return report("cost", r.status());
   if (o.output == "json") {
-    std::cout << r->dump(2) << "\n";
+    std::cout << r->raw.dump(2) << "\n";
   } else if (o.output == "csv") {
-    print_csv(*r);
+    print_csv(r->view);
   } else {
-    print_table(*r);
+    print_table(r->view);
   }
   return kExitOk;
 }

@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 #include "model/accelerator.h"
+#include "model/api_job_health_views.h"
 #include "telemetry/doctor.h"
 #include "telemetry/kineto_trace.h"
 
@@ -189,9 +191,10 @@ Runner add_doctor_command(CLI::App& app) {
     ApiClient api(o->client);
     auto id = resolve_job(api, o->job);
     if (!id.is_ok()) return report("doctor", id.status());
-    auto r = api.get(fmt::format("/api/v1/jobs/{}/doctor", *id));
+    auto r = get_reply<model::DoctorReplyView>(api, fmt::format("/api/v1/jobs/{}/doctor", *id));
     if (!r.is_ok()) return report("doctor", r.status());
-    return emit(*r, o->output, print_diagnosis);
+    if (print_structured(r->raw, o->output)) return kExitOk;
+    return emit(r->view.diagnosis, o->output, print_diagnosis);
   };
 }
 

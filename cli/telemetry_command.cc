@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/job_lookup.h"
 #include "cli/output.h"
 #include "cli/sparkline.h"
@@ -20,9 +21,11 @@ constexpr size_t kSparkWidth = 60;
 constexpr double kGiB = 1024.0;  // rows hold MiB
 
 util::Result<std::vector<TelemetryRow>> fetch_rows(ApiClient& api, int64_t id) {
-  TY_ASSIGN_OR_RETURN(json job, api.get(fmt::format("/api/v1/jobs/{}", id)));
+  TY_ASSIGN_OR_RETURN(auto job,
+                      get_view<model::JobDetailView>(api, fmt::format("/api/v1/jobs/{}", id)));
   // Raw samples are not needed: the minutes include the one in progress.
-  TY_ASSIGN_OR_RETURN(json t, api.get(fmt::format("/api/v1/jobs/{}/telemetry?samples=0", id)));
+  TY_ASSIGN_OR_RETURN(auto t, get_view<model::JobTelemetryView>(
+                                  api, fmt::format("/api/v1/jobs/{}/telemetry?samples=0", id)));
   return telemetry_rows(t, job);
 }
 

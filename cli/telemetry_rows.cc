@@ -13,29 +13,22 @@ using nlohmann::json;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::optional<double> number(const json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
-std::optional<double> mib(const json& j, const char* key) {
-  const auto v = number(j, key);
+std::optional<double> mib(const std::optional<double>& v) {
   return v ? std::optional<double>(*v / kMiB) : std::nullopt;
+}
+std::optional<double> mib(const std::optional<int64_t>& v) {
+  return v ? std::optional<double>(static_cast<double>(*v) / kMiB) : std::nullopt;
 }
 
 // Device UUID -> (node, GPU index), from the current placement and every attempt's.
-std::map<std::string, std::pair<std::string, int>> devices_of(const json& job) {
+std::map<std::string, std::pair<std::string, int>> devices_of(const model::JobDetailView& job) {
   std::map<std::string, std::pair<std::string, int>> out;
-  auto add = [&](const json& placement) {
-    if (!placement.is_array()) return;
-    for (const auto& a : placement) {
-      if (!a.is_object() || !a.contains("device") || !a["device"].is_string()) continue;
-      out[a["device"].get<std::string>()] = {a.value("node", std::string()), a.value("gpu", -1)};
-    }
+  auto add = [&](const std::vector<model::PlacementView>& placement) {
+    for (const auto& a : placement)
+      if (a.device) out[*a.device] = {a.node, a.gpu};
   };
-  if (job.contains("attempts") && job["attempts"].is_array())
-    for (const auto& at : job["attempts"]) add(at.value("placement", json::array()));
-  add(job.value("placement", json::array()));
+  for (const auto& at : job.attempts) add(at.placement);
+  add(job.job.placement);
   return out;
 }
 
@@ -49,29 +42,30 @@ json opt(const std::optional<double>& v) {
 
 }  // namespace
 
-std::vector<TelemetryRow> telemetry_rows(const json& telemetry, const json& job) {
+std::vector<TelemetryRow> telemetry_rows(const model::JobTelemetryView& telemetry,
+                                         const model::JobDetailView& job) {
   const auto devices = devices_of(job);
   std::vector<TelemetryRow> rows;
-  for (const auto& m : telemetry.value("minutes", json::array())) {
+  for (const auto& m : telemetry.minutes) {
     TelemetryRow r;
-    r.time = m.value("minute", std::string());
-    r.device = m.value("device", std::string());
+    r.time = m.minute;
+    r.device = m.device;
     if (auto it = devices.find(r.device); it != devices.end()) {
       r.node = it->second.first;
       if (it->second.second >= 0) r.gpu = it->second.second;
     }
-    r.samples = m.value("samples", int64_t{0});
-    r.partial = m.value("partial", false);
-    r.util_percent = number(m, "gpuUtilAvg");
-    r.util_max_percent = number(m, "gpuUtilMax");
-    r.sm_active_percent = number(m, "smActiveAvg");
-    r.memory_used_mib = mib(m, "memoryUsedAvgBytes");
-    r.memory_used_max_mib = mib(m, "memoryUsedMaxBytes");
-    r.memory_total_mib = mib(m, "memoryTotalBytes");
-    r.power_w = number(m, "powerAvgW");
-    r.power_max_w = number(m, "powerMaxW");
-    r.temperature_c = number(m, "temperatureAvgC");
-    r.temperature_max_c = number(m, "temperatureMaxC");
+    r.samples = m.samples;
+    r.partial = m.partial;
+    r.util_percent = m.gpu_util_avg;
+    r.util_max_percent = m.gpu_util_max;
+    r.sm_active_percent = m.sm_active_avg;
+    r.memory_used_mib = mib(m.memory_used_avg_bytes);
+    r.memory_used_max_mib = mib(m.memory_used_max_bytes);
+    r.memory_total_mib = mib(m.memory_total_bytes);
+    r.power_w = m.power_avg_w;
+    r.power_max_w = m.power_max_w;
+    r.temperature_c = m.temperature_avg_c;
+    r.temperature_max_c = m.temperature_max_c;
     rows.push_back(std::move(r));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const TelemetryRow& a, const TelemetryRow& b) {

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/api_telemetry_views.h"
+#include "model/api_views.h"
+
 namespace trainyard::cli {
 
 struct TelemetryRow {
@@ -26,8 +29,8 @@ struct TelemetryRow {
 
 // `telemetry`: the endpoint's reply; `job`: GET /api/v1/jobs/{id} (placement and attempts).
 // Ordered by time, node, GPU index, device.
-std::vector<TelemetryRow> telemetry_rows(const nlohmann::json& telemetry,
-                                         const nlohmann::json& job);
+std::vector<TelemetryRow> telemetry_rows(const model::JobTelemetryView& telemetry,
+                                         const model::JobDetailView& job);
 
 // RFC 4180: a header line, CRLF line ends, fields with a comma, quote or line break quoted.
 std::string rows_csv(const std::vector<TelemetryRow>& rows);

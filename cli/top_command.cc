@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/api_calls.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -19,6 +20,8 @@
 
 namespace trainyard::cli {
 namespace {
+
+constexpr const char* kGpusPath = "/api/v1/gpus";
 
 // The terminal's settings before raw mode; restored at exit and on SIGINT/SIGTERM.
 struct termios g_saved_termios {};
@@ -71,7 +74,7 @@ struct Opts {
 };
 
 // Refreshes until `q` (interactive) or forever; each frame replaces the last on a terminal.
-int live(ApiClient& api, const Opts& o, TopView& view, util::Result<nlohmann::json> data) {
+int live(ApiClient& api, const Opts& o, TopView& view, util::Result<model::GpuListView> data) {
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   view.interactive = tty && ::isatty(STDIN_FILENO) == 1;
   std::optional<RawKeys> keys;
@@ -91,7 +94,7 @@ int live(ApiClient& api, const Opts& o, TopView& view, util::Result<nlohmann::js
         continue;  // redraw now with the same data
       }
     }
-    data = api.get("/api/v1/gpus");
+    data = get_view<model::GpuListView>(api, kGpusPath);
     if (data.is_ok()) record_history(view, *data);
   }
 }
@@ -128,21 +131,21 @@ Runner add_top_command(CLI::App& app) {
                     util::invalid_argument(fmt::format(
                         "--sort '{}': use index, util, memory, power, temp or job", o->sort)));
     ApiClient api(o->client);
-    auto first = api.get("/api/v1/gpus");
+    auto first = get_reply<model::GpuListView>(api, kGpusPath);
     if (!first.is_ok()) return report("top", first.status());
     if (o->output == "json") {
-      std::cout << first->dump(2) << "\n";
+      std::cout << first->raw.dump(2) << "\n";
       return kExitOk;
     }
     TopView view{.sort = *sort,
                  .history = static_cast<size_t>(o->history),
                  .ascii = o->ascii || !utf8_terminal()};
-    record_history(view, *first);
+    record_history(view, first->view);
     if (o->once) {
-      std::cout << render_top_frame(*first, api.server(), view) << std::flush;
+      std::cout << render_top_frame(first->view, api.server(), view) << std::flush;
       return kExitOk;
     }
-    return live(api, *o, view, std::move(first));
+    return live(api, *o, view, std::move(first->view));
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,7 +12,8 @@
 namespace trainyard::cli {
 namespace {
 
-using nlohmann::json;
+using model::GpuDeviceView;
+using model::GpuProcessView;
 
 constexpr int kBarWidth = 20;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -20,9 +22,11 @@ constexpr TopSort kSortCycle[] = {TopSort::Index, TopSort::Util, TopSort::Memory
                                   TopSort::Power, TopSort::Temp, TopSort::Job};
 constexpr std::string_view kSortNames[] = {"index", "util", "memory", "power", "temp", "job"};
 
-std::optional<double> number(const json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
+std::optional<double> number(const std::optional<double>& v) {
+  return v;
+}
+std::optional<double> number(const std::optional<uint64_t>& v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
 }
 
 // "[||||||      ]" for a share in 0..1; blank inside when unknown.
@@ -31,63 +35,66 @@ std::string bar(std::optional<double> share) {
   return "[" + std::string(filled, '|') + std::string(kBarWidth - filled, ' ') + "]";
 }
 
-std::string device_name(const json& d) {
-  std::string name = cell(d["index"]);
-  if (d.value("mig", false)) name += "/" + d.value("migProfile", std::string("mig"));
+std::string device_name(const GpuDeviceView& d) {
+  std::string name = std::to_string(d.index);
+  if (d.mig) name += "/" + d.mig_profile;
   return name;
 }
 
-std::string jobs_cell(const json& d) {
+std::string jobs_cell(const GpuDeviceView& d) {
   std::string out;
-  for (const auto& j : d["jobs"]) {
+  for (const auto& j : d.jobs) {
     out += out.empty() ? "" : ", ";
-    out += cell(j["id"]);
-    if (j["name"].is_string()) out += " " + j["name"].get<std::string>();
-    out += " (" + cell(j["team"]) + ")";
+    out += std::to_string(j.id);
+    if (j.name) out += " " + *j.name;
+    out += " (" + j.team + ")";
   }
   return out.empty() ? "-" : out;
 }
 
 // The sort key of a device: larger first for measurements (unknown last), job id ascending.
-double sort_key(const json& d, TopSort sort) {
+double sort_key(const GpuDeviceView& d, TopSort sort) {
   constexpr double kLast = -1e300;
+  const model::GpuMeasurementsView& m = d.measurements;
   switch (sort) {
     case TopSort::Index:
-      return -d.value("index", 0.0);
+      return -static_cast<double>(d.index);
     case TopSort::Util:
-      return number(d, "gpuUtilPercent").value_or(kLast);
+      return number(m.gpu_util_percent).value_or(kLast);
     case TopSort::Memory:
-      return number(d, "memoryUsedBytes").value_or(kLast);
+      return number(m.memory_used_bytes).value_or(kLast);
     case TopSort::Power:
-      return number(d, "powerW").value_or(kLast);
+      return number(m.power_w).value_or(kLast);
     case TopSort::Temp:
-      return number(d, "temperatureC").value_or(kLast);
+      return number(m.temperature_c).value_or(kLast);
     case TopSort::Job:
-      return d["jobs"].empty() ? kLast : -d["jobs"][0].value("id", 0.0);
+      return d.jobs.empty() ? kLast : -static_cast<double>(d.jobs[0].id);
   }
   return 0;
 }
 
-std::vector<const json*> sorted_devices(const json& items, TopSort sort) {
-  std::vector<const json*> out;
+std::vector<const GpuDeviceView*> sorted_devices(const std::vector<GpuDeviceView>& items,
+                                                 TopSort sort) {
+  std::vector<const GpuDeviceView*> out;
   for (const auto& d : items) out.push_back(&d);
-  std::stable_sort(out.begin(), out.end(), [&](const json* a, const json* b) {
+  std::stable_sort(out.begin(), out.end(), [&](const GpuDeviceView* a, const GpuDeviceView* b) {
     return sort_key(*a, sort) > sort_key(*b, sort);
   });
   return out;
 }
 
-std::vector<std::string> device_row(const json& d, const TopView& view) {
-  const auto util = number(d, "gpuUtilPercent");
-  const auto used = number(d, "memoryUsedBytes");
-  const auto total = number(d, "memoryTotalBytes");
-  const auto temp = number(d, "temperatureC");
-  const auto power = number(d, "powerW");
+std::vector<std::string> device_row(const GpuDeviceView& d, const TopView& view) {
+  const model::GpuMeasurementsView& m = d.measurements;
+  const auto util = number(m.gpu_util_percent);
+  const auto used = number(m.memory_used_bytes);
+  const auto total = number(m.memory_total_bytes);
+  const auto temp = number(m.temperature_c);
+  const auto power = number(m.power_w);
   const std::optional<double> mem_share =
       used && total && *total > 0 ? std::optional<double>(*used / *total) : std::nullopt;
-  auto hist = view.utilization.find(d.value("uuid", std::string()));
+  auto hist = view.utilization.find(d.uuid);
   return {device_name(d),
-          cell(d["model"]),
+          d.model,
           bar(util ? std::optional<double>(*util / 100) : std::nullopt) +
               (util ? fmt::format(" {:3.0f}%", *util) : "    -"),
           bar(mem_share) +
@@ -102,12 +109,12 @@ std::vector<std::string> device_row(const json& d, const TopView& view) {
                           {.ascii = view.ascii, .lo = 0.0, .hi = 100.0, .width = view.history})};
 }
 
-std::string command_cell(const json& p) {
-  if (!p.contains("command") || !p["command"].is_string()) return "-";
+std::string command_cell(const GpuProcessView& p) {
+  if (!p.command) return "-";
   // One line, and no terminal control sequences from a process's own argv: every control
   // character (newlines of a `sh -c` script, ESC) becomes a space, runs of spaces one.
   std::string c;
-  for (char ch : p["command"].get<std::string>()) {
+  for (char ch : *p.command) {
     const bool control = static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
     if (control || ch == ' ') {
       if (!c.empty() && c.back() != ' ') c += ' ';
@@ -120,20 +127,31 @@ std::string command_cell(const json& p) {
   return c.empty() ? "-" : c;
 }
 
-std::string process_table(const std::vector<const json*>& devices, TopSort sort) {
-  auto mem_of = [](const json* p) { return number(*p, "memoryBytes").value_or(0); };
-  auto job_of = [](const json* p) {
-    return (*p)["job"].is_number() ? (*p)["job"].get<double>() : 1e300;  // none last
+std::vector<std::string> process_row(const GpuDeviceView& d, const GpuProcessView& p) {
+  const auto mem = number(p.memory_bytes);
+  const auto sm = number(p.sm_util_percent);
+  return {device_name(d),
+          std::to_string(p.pid),
+          p.user.value_or("-"),
+          p.job ? std::to_string(*p.job) : "-",
+          mem ? fmt::format("{:.1f} GiB", *mem / kGiB) : "-",
+          sm ? fmt::format("{:.0f}%", *sm) : "-",
+          command_cell(p)};
+}
+
+std::string process_table(const std::vector<const GpuDeviceView*>& devices, TopSort sort) {
+  auto mem_of = [](const GpuProcessView* p) { return number(p->memory_bytes).value_or(0); };
+  auto job_of = [](const GpuProcessView* p) {
+    return p->job ? static_cast<double>(*p->job) : 1e300;  // none last
   };
   // In device order, the biggest first within a device; by job when sorting by job.
-  std::vector<std::pair<const json*, const json*>> procs;  // device, process
-  for (const json* d : devices) {
-    std::vector<const json*> mine;
-    if (d->contains("processes") && (*d)["processes"].is_array())
-      for (const auto& p : (*d)["processes"]) mine.push_back(&p);
+  std::vector<std::pair<const GpuDeviceView*, const GpuProcessView*>> procs;
+  for (const GpuDeviceView* d : devices) {
+    std::vector<const GpuProcessView*> mine;
+    for (const auto& p : d->processes) mine.push_back(&p);
     std::stable_sort(mine.begin(), mine.end(),
-                     [&](const json* a, const json* b) { return mem_of(a) > mem_of(b); });
-    for (const json* p : mine) procs.emplace_back(d, p);
+                     [&](const auto* a, const auto* b) { return mem_of(a) > mem_of(b); });
+    for (const GpuProcessView* p : mine) procs.emplace_back(d, p);
   }
   if (procs.empty()) return "no GPU processes (or the sampler cannot see them)\n";
   if (sort == TopSort::Job) {
@@ -142,14 +160,7 @@ std::string process_table(const std::vector<const json*>& devices, TopSort sort)
     });
   }
   std::vector<std::vector<std::string>> rows;
-  for (const auto& [d, p] : procs) {
-    const auto mem = number(*p, "memoryBytes");
-    const auto sm = number(*p, "smUtilPercent");
-    rows.push_back({device_name(*d), cell((*p)["pid"]), cell(p->value("user", json())),
-                    cell(p->value("job", json())),
-                    mem ? fmt::format("{:.1f} GiB", *mem / kGiB) : "-",
-                    sm ? fmt::format("{:.0f}%", *sm) : "-", command_cell(*p)});
-  }
+  for (const auto& [d, p] : procs) rows.push_back(process_row(*d, *p));
   return render_table({"GPU", "PID", "USER", "JOB", "GPU MEM", "SM", "COMMAND"}, rows);
 }
 
@@ -161,17 +172,17 @@ struct JobLine {
   double memory = 0;
 };
 
-std::string job_table(const json& items) {
+std::string job_table(const std::vector<GpuDeviceView>& items) {
   std::map<int64_t, JobLine> jobs;
   for (const auto& d : items) {
-    const auto util = number(d, "gpuUtilPercent");
-    for (const auto& j : d["jobs"]) {
-      JobLine& line = jobs[j["id"].get<int64_t>()];
-      line.name = j["name"].is_string() ? j["name"].get<std::string>() : "-";
-      line.team = cell(j["team"]);
+    const auto util = number(d.measurements.gpu_util_percent);
+    for (const auto& j : d.jobs) {
+      JobLine& line = jobs[j.id];
+      line.name = j.name.value_or("-");
+      line.team = j.team;
       line.devices += 1;
       if (util) line.util_sum += *util, line.util_n += 1;
-      line.memory += number(d, "memoryUsedBytes").value_or(0);
+      line.memory += number(d.measurements.memory_used_bytes).value_or(0);
     }
   }
   if (jobs.empty()) return "no jobs on GPUs\n";
@@ -200,25 +211,25 @@ TopSort next_top_sort(TopSort sort) {
   return kSortCycle[(static_cast<size_t>(sort) + 1) % std::size(kSortCycle)];
 }
 
-void record_history(TopView& view, const json& gpus) {
-  if (!gpus.contains("items") || !gpus["items"].is_array()) return;
-  for (const auto& d : gpus["items"]) {
-    Series& s = view.utilization[d.value("uuid", std::string())];
-    s.push_back(number(d, "gpuUtilPercent"));
+void record_history(TopView& view, const model::GpuListView& gpus) {
+  for (const auto& d : gpus.items) {
+    Series& s = view.utilization[d.uuid];
+    s.push_back(number(d.measurements.gpu_util_percent));
     while (s.size() > std::max<size_t>(1, view.history)) s.erase(s.begin());
   }
 }
 
-std::string render_top_frame(const json& gpus, const std::string& server, const TopView& view) {
-  const json& items = gpus["items"];
+std::string render_top_frame(const model::GpuListView& gpus, const std::string& server,
+                             const TopView& view) {
+  const std::vector<GpuDeviceView>& items = gpus.items;
   std::string out =
       fmt::format("trainyard top  {}  {} device(s)  sampled {}  sort: {}{}\n\n", server,
-                  items.size(), items.empty() ? "-" : cell(items[0]["time"]),
+                  items.size(), items.empty() ? "-" : items[0].measurements.time,
                   top_sort_name(view.sort), view.interactive ? "  (s: next sort, q: quit)" : "");
   if (items.empty()) return out + "no GPUs (the server has none, or has not sampled them yet)\n";
   const auto devices = sorted_devices(items, view.sort);
   std::vector<std::vector<std::string>> rows;
-  for (const json* d : devices) rows.push_back(device_row(*d, view));
+  for (const GpuDeviceView* d : devices) rows.push_back(device_row(*d, view));
   out += render_table({"GPU", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER", "JOB (TEAM)",
                        fmt::format("UTIL HISTORY ({} refreshes)", view.history)},
                       rows);

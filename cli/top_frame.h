@@ -10,9 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/sparkline.h"
+#include "model/api_telemetry_views.h"
 
 namespace trainyard::cli {
 
@@ -31,8 +30,8 @@ struct TopView {
 };
 
 // Appends each device's utilization of this refresh to the view's history.
-void record_history(TopView& view, const nlohmann::json& gpus);
-std::string render_top_frame(const nlohmann::json& gpus, const std::string& server,
+void record_history(TopView& view, const model::GpuListView& gpus);
+std::string render_top_frame(const model::GpuListView& gpus, const std::string& server,
                              const TopView& view);
 
 }  // namespace trainyard::cli

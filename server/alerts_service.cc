@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "server/alert_view.h"
 #include "util/log.h"
 #include "util/thread_annotations.h"
 
@@ -23,26 +24,26 @@ std::vector<telemetry::AlertObservation> observations(const std::vector<Attribut
 
 }  // namespace
 
-nlohmann::json alert_json(const telemetry::Alert& a) {
-  nlohmann::json jobs = nlohmann::json::array();
+model::AlertView alert_view(const telemetry::Alert& a) {
+  model::AlertView v{.id = a.id,
+                     .rule = a.rule,
+                     .severity = a.severity,
+                     .state = a.firing() ? "firing" : "resolved",
+                     .subject = {.team = a.subject.team},
+                     .summary = a.summary,
+                     .started_at = util::format_time_ms(util::from_millis(a.started_ms))};
   for (const auto& j : a.subject.jobs)
-    jobs.push_back({{"id", j.id}, {"name", j.name}, {"team", j.team}});
-  nlohmann::json gpu = nullptr;
+    v.subject.jobs.push_back({.id = j.id, .name = j.name, .team = j.team});
   if (!a.subject.gpu_uuid.empty())
-    gpu = {{"uuid", a.subject.gpu_uuid},
-           {"index", a.subject.gpu_index},
-           {"model", a.subject.gpu_model}};
-  return {{"id", a.id},
-          {"rule", a.rule},
-          {"severity", a.severity},
-          {"state", a.firing() ? "firing" : "resolved"},
-          {"subject", {{"gpu", gpu}, {"jobs", jobs}, {"team", a.subject.team}}},
-          {"summary", a.summary},
-          {"resolution", a.firing() ? nlohmann::json(nullptr) : nlohmann::json(a.resolution)},
-          {"startedAt", util::format_time_ms(util::from_millis(a.started_ms))},
-          {"resolvedAt",
-           a.resolved_ms ? nlohmann::json(util::format_time_ms(util::from_millis(*a.resolved_ms)))
-                         : nullptr}};
+    v.subject.gpu = model::AlertGpuView{
+        .uuid = a.subject.gpu_uuid, .index = a.subject.gpu_index, .model = a.subject.gpu_model};
+  if (!a.firing()) v.resolution = a.resolution;
+  if (a.resolved_ms) v.resolved_at = util::format_time_ms(util::from_millis(*a.resolved_ms));
+  return v;
+}
+
+nlohmann::json alert_json(const telemetry::Alert& a) {
+  return model::to_json(alert_view(a));
 }
 
 nlohmann::json webhook_json(const telemetry::Alert& a) {

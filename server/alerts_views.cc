@@ -2,6 +2,7 @@
 // transitions become.
 #include <fmt/format.h>
 
+#include "server/alert_view.h"
 #include "server/control_plane.h"
 #include "util/log.h"
 
@@ -25,20 +26,19 @@ std::string event_reason(const telemetry::Alert& a) {
 }  // namespace
 
 nlohmann::json ControlPlane::alerts(bool include_resolved, const Principal& who) const {
-  nlohmann::json items = nlohmann::json::array();
+  model::AlertListView out;
   if (alerts_) {
     for (const auto& a : alerts_->alerts(include_resolved)) {
       // A team sees its own jobs' and budget alerts; device alerts are everyone's, with the
       // names of other teams' jobs left out (as in GET /api/v1/gpus).
       const bool own_team = a.subject.team.empty() || who.may_access_team(a.subject.team);
       if ((is_job_alert(a) || a.rule == telemetry::kRuleTeamBudget) && !own_team) continue;
-      nlohmann::json j = alert_json(a);
-      for (auto& job : j["subject"]["jobs"])
-        if (!who.may_access_team(job["team"].get<std::string>())) job["name"] = nullptr;
-      items.push_back(std::move(j));
+      model::AlertView& v = out.items.emplace_back(alert_view(a));
+      for (auto& job : v.subject.jobs)
+        if (!who.may_access_team(job.team)) job.name.reset();
     }
   }
-  return {{"items", std::move(items)}};
+  return model::to_json(out);
 }
 
 void ControlPlane::append_alert_events(const std::vector<telemetry::AlertTransition>& transitions) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/api_cost_views.h"
 #include "server/control_plane.h"
 #include "server/cost_series.h"
 #include "util/thread_annotations.h"
@@ -49,6 +50,113 @@ std::string cost_csv(const nlohmann::json& report) {
   return out;
 }
 
+namespace {
+
+// The buckets of a series: whole UTC hours or days from `first`.
+struct Buckets {
+  bool hourly = true;
+  util::Duration width{};
+  util::Time first{};
+  size_t n = 0;
+};
+
+util::Result<Buckets> buckets_of(util::Time from, util::Time to, const std::string& step) {
+  Buckets b;
+  b.hourly = step == "hour" || (step.empty() && to - from <= std::chrono::hours(72));
+  b.width =
+      b.hourly ? util::Duration(std::chrono::hours(1)) : util::Duration(std::chrono::hours(24));
+  const int64_t width = b.width.count();
+  b.first = util::Time(util::Duration((from.time_since_epoch().count() / width) * width));
+  const int64_t count =
+      std::max<int64_t>(1, (to - b.first + b.width - util::Duration(1)) / b.width);
+  if (count > kMaxBuckets)
+    return util::invalid_argument(fmt::format(
+        "{} buckets of a {} is too many (at most {}): ask for step=day or a shorter span", count,
+        b.hourly ? "hour" : "day", kMaxBuckets));
+  b.n = static_cast<size_t>(count);
+  return b;
+}
+
+// The sums per bucket over the ledger's records, as the reply scopes them.
+struct SeriesSums {
+  using Series = std::vector<double>;
+  std::map<std::string, Series> teams, pools;
+  Series total, idle, lost, lost_gpu_hours;
+
+  explicit SeriesSums(size_t n) : total(n, 0), idle(n, 0), lost(n, 0), lost_gpu_hours(n, 0) {}
+
+  static Series& series(std::map<std::string, Series>& m, const std::string& key, size_t n) {
+    auto it = m.find(key);
+    if (it == m.end()) it = m.emplace(key, Series(n, 0)).first;
+    return it->second;
+  }
+};
+
+// What the query sees of the records: its range, its team ("" for all) and whether the bill.
+struct SeriesScope {
+  util::Time from, to;
+  std::string team;
+  bool admin = false;
+  bool covers(const cloud::CostRecord& r) const { return team.empty() || r.team == team; }
+};
+
+// Lost work: a point in time, in the bucket it falls in.
+void add_lost(SeriesSums& sums, const cloud::CostRecord& r, const Buckets& b,
+              const SeriesScope& scope) {
+  if (r.start < scope.from || r.start >= scope.to) return;
+  if (!scope.admin && !scope.covers(r)) return;
+  const auto i = static_cast<size_t>((r.start - b.first) / b.width);
+  sums.lost[i] += cloud::cost_units_to_usd(r.lost_cost);
+  sums.lost_gpu_hours[i] +=
+      std::chrono::duration<double, std::ratio<3600>>(r.lost_gpu_time).count();
+}
+
+// A held or idle interval, spread over the buckets it overlaps by time.
+void add_spend(SeriesSums& sums, const cloud::CostRecord& r, const Buckets& b,
+               const SeriesScope& scope) {
+  const util::Time lo_end = std::max(r.start, scope.from), hi_end = std::min(r.end, scope.to);
+  if (hi_end <= lo_end) return;
+  const bool is_idle = r.job.empty(), in_scope = scope.covers(r);
+  const double usd = cloud::cost_units_to_usd(r.cost);
+  const double length = static_cast<double>((r.end - r.start).count());
+  for (auto i = static_cast<size_t>((lo_end - b.first) / b.width); i < b.n; ++i) {
+    const util::Time lo = std::max(lo_end, b.first + b.width * static_cast<int64_t>(i));
+    const util::Time hi = std::min(hi_end, b.first + b.width * static_cast<int64_t>(i + 1));
+    if (hi <= lo) break;
+    const double part = usd * static_cast<double>((hi - lo).count()) / length;
+    if (scope.admin) {
+      sums.total[i] += part;
+      SeriesSums::series(sums.pools, r.pool, b.n)[i] += part;
+      if (is_idle) sums.idle[i] += part;
+    } else if (!is_idle && in_scope) {
+      sums.total[i] += part;  // a team's total is its own spend
+    }
+    if (!is_idle && in_scope) SeriesSums::series(sums.teams, r.team, b.n)[i] += part;
+  }
+}
+
+model::CostSeriesView series_view(SeriesSums sums, const Buckets& b, const SeriesScope& scope) {
+  model::CostSeriesView v{
+      .since = util::format_time(scope.from),
+      .until = util::format_time(scope.to),
+      .scope = scope.admin ? "all" : "team",
+      .step = b.hourly ? "hour" : "day",
+      .step_seconds = std::chrono::duration_cast<std::chrono::seconds>(b.width).count(),
+      .total_cost_usd = std::move(sums.total),
+      .idle_cost_usd = scope.admin ? std::move(sums.idle) : std::vector<double>{},
+      .lost_cost_usd = std::move(sums.lost),
+      .lost_gpu_hours = std::move(sums.lost_gpu_hours)};
+  for (size_t i = 0; i < b.n; ++i)
+    v.times.push_back(std::chrono::duration_cast<std::chrono::seconds>(
+                          (b.first + b.width * static_cast<int64_t>(i)).time_since_epoch())
+                          .count());
+  for (auto& [name, s] : sums.teams) v.teams.push_back({.team = name, .cost_usd = std::move(s)});
+  for (auto& [name, s] : sums.pools) v.pools.push_back({.pool = name, .cost_usd = std::move(s)});
+  return v;
+}
+
+}  // namespace
+
 util::Result<nlohmann::json> ControlPlane::cost_series(const std::string& team,
                                                        const std::string& since,
                                                        const std::string& until,
@@ -61,94 +169,33 @@ util::Result<nlohmann::json> ControlPlane::cost_series(const std::string& team,
   if (!step.empty() && step != "hour" && step != "day")
     return util::invalid_argument(
         fmt::format("query parameter step must be hour or day, got '{}'", step));
-  const std::string scope_team = who.admin ? team : who.team;
   const util::Time now = clock_.now();
-  util::Time from = now - std::chrono::hours(24);
-  util::Time to = now;
+  SeriesScope scope{.from = now - std::chrono::hours(24),
+                    .to = now,
+                    .team = who.admin ? team : who.team,
+                    .admin = who.admin};
   if (!since.empty()) {
-    TY_ASSIGN_OR_RETURN(from, parse_when(since, now, "since"));
+    TY_ASSIGN_OR_RETURN(scope.from, parse_when(since, now, "since"));
   }
   if (!until.empty()) {
-    TY_ASSIGN_OR_RETURN(to, parse_when(until, now, "until"));
+    TY_ASSIGN_OR_RETURN(scope.to, parse_when(until, now, "until"));
   }
-  if (to < from) return util::invalid_argument("query parameter until is before since");
-  const bool hourly = step == "hour" || (step.empty() && to - from <= std::chrono::hours(72));
-  const util::Duration width =
-      hourly ? util::Duration(std::chrono::hours(1)) : util::Duration(std::chrono::hours(24));
-  // Buckets start on whole UTC hours or days.
-  const util::Time first =
-      util::Time(util::Duration((from.time_since_epoch().count() / width.count()) * width.count()));
-  const int64_t buckets = std::max<int64_t>(1, (to - first + width - util::Duration(1)) / width);
-  if (buckets > kMaxBuckets)
-    return util::invalid_argument(fmt::format(
-        "{} buckets of a {} is too many (at most {}): ask for step=day or a shorter span", buckets,
-        hourly ? "hour" : "day", kMaxBuckets));
-
+  if (scope.to < scope.from) return util::invalid_argument("query parameter until is before since");
+  TY_ASSIGN_OR_RETURN(const Buckets buckets, buckets_of(scope.from, scope.to, step));
   std::vector<cloud::CostRecord> records;
   {
     util::MutexLock lock(mu_);
     records = cost_.ledger_at(now).records();
   }
-  using Series = std::vector<double>;
-  const auto n = static_cast<size_t>(buckets);
-  std::map<std::string, Series> teams, pools;
-  Series total(n, 0), idle(n, 0), lost(n, 0), lost_gpu_hours(n, 0);
-  auto series = [&](std::map<std::string, Series>& m, const std::string& key) -> Series& {
-    auto it = m.find(key);
-    if (it == m.end()) it = m.emplace(key, Series(n, 0)).first;
-    return it->second;
-  };
+  SeriesSums sums(buckets.n);
   for (const auto& r : records) {
-    const bool in_scope = scope_team.empty() || r.team == scope_team;
-    if (r.start == r.end) {  // lost work: a point in time
-      if (r.start < from || r.start >= to) continue;
-      if (!who.admin && !in_scope) continue;
-      const auto i = static_cast<size_t>((r.start - first) / width);
-      lost[i] += cloud::cost_units_to_usd(r.lost_cost);
-      lost_gpu_hours[i] += std::chrono::duration<double, std::ratio<3600>>(r.lost_gpu_time).count();
-      continue;
-    }
-    const util::Time a = std::max(r.start, from), b = std::min(r.end, to);
-    if (b <= a) continue;
-    const bool is_idle = r.job.empty();
-    const double usd = cloud::cost_units_to_usd(r.cost);
-    const double length = static_cast<double>((r.end - r.start).count());
-    for (auto i = static_cast<size_t>((a - first) / width); i < n; ++i) {
-      const util::Time lo = std::max(a, first + width * static_cast<int64_t>(i));
-      const util::Time hi = std::min(b, first + width * static_cast<int64_t>(i + 1));
-      if (hi <= lo) break;
-      const double part = usd * static_cast<double>((hi - lo).count()) / length;
-      if (who.admin) {
-        total[i] += part;
-        series(pools, r.pool)[i] += part;
-        if (is_idle) idle[i] += part;
-      } else if (!is_idle && in_scope) {
-        total[i] += part;  // a team's total is its own spend
-      }
-      if (!is_idle && in_scope) series(teams, r.team)[i] += part;
+    if (r.start == r.end) {
+      add_lost(sums, r, buckets, scope);
+    } else {
+      add_spend(sums, r, buckets, scope);
     }
   }
-  nlohmann::json times = nlohmann::json::array();
-  for (size_t i = 0; i < n; ++i)
-    times.push_back(std::chrono::duration_cast<std::chrono::seconds>(
-                        (first + width * static_cast<int64_t>(i)).time_since_epoch())
-                        .count());
-  nlohmann::json team_rows = nlohmann::json::array(), pool_rows = nlohmann::json::array();
-  for (auto& [name, s] : teams) team_rows.push_back({{"team", name}, {"cost_usd", std::move(s)}});
-  for (auto& [name, s] : pools) pool_rows.push_back({{"pool", name}, {"cost_usd", std::move(s)}});
-  return nlohmann::json{
-      {"since", util::format_time(from)},
-      {"until", util::format_time(to)},
-      {"scope", who.admin ? "all" : "team"},
-      {"step", hourly ? "hour" : "day"},
-      {"step_seconds", std::chrono::duration_cast<std::chrono::seconds>(width).count()},
-      {"times", std::move(times)},
-      {"total_cost_usd", std::move(total)},
-      {"idle_cost_usd", who.admin ? nlohmann::json(std::move(idle)) : nlohmann::json::array()},
-      {"lost_cost_usd", std::move(lost)},
-      {"lost_gpu_hours", std::move(lost_gpu_hours)},
-      {"teams", std::move(team_rows)},
-      {"pools", std::move(pool_rows)}};
+  return model::to_json(series_view(std::move(sums), buckets, scope));
 }
 
 }  // namespace trainyard::server

@@ -2,11 +2,13 @@
 // job, team and pool, scoped to what the token may see.
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "model/api_cost_views.h"
 #include "server/control_plane.h"
 #include "server/cost_series.h"
 #include "util/thread_annotations.h"
@@ -55,14 +57,62 @@ util::Result<util::Time> parse_when(const std::string& text, util::Time now, con
 
 namespace {
 
-nlohmann::json totals_json(const cloud::CostTotals& t) {
-  return {{"cost_usd", t.cost_usd},
-          {"gpu_hours", t.gpu_hours},
-          {"idle_gpu_hours", t.idle_gpu_hours},
-          {"idle_cost_usd", t.idle_cost_usd},
-          {"lost_gpu_hours", t.lost_gpu_hours},
-          {"lost_cost_usd", t.lost_cost_usd},
-          {"interruptions", t.interruptions}};
+// The range of a cost query: `since` and `until` (parse_when's forms), `from` when since is "".
+struct CostRange {
+  util::Time from, to;
+};
+
+util::Result<CostRange> cost_range(const std::string& since, const std::string& until,
+                                   util::Time now, util::Time from) {
+  CostRange r{.from = from, .to = now};
+  if (!since.empty()) {
+    TY_ASSIGN_OR_RETURN(r.from, parse_when(since, now, "since"));
+  }
+  if (!until.empty()) {
+    TY_ASSIGN_OR_RETURN(r.to, parse_when(until, now, "until"));
+  }
+  if (r.to < r.from) return util::invalid_argument("query parameter until is before since");
+  return r;
+}
+
+model::CostTotalsView totals_view(const cloud::CostTotals& t) {
+  return {.cost_usd = t.cost_usd,
+          .gpu_hours = t.gpu_hours,
+          .idle_gpu_hours = t.idle_gpu_hours,
+          .idle_cost_usd = t.idle_cost_usd,
+          .lost_gpu_hours = t.lost_gpu_hours,
+          .lost_cost_usd = t.lost_cost_usd,
+          .interruptions = t.interruptions};
+}
+
+// The report's jobs and teams in `scope_team` ("" for all); `name_of` names a job's holder key.
+void add_jobs_and_teams(model::CostReportView& out, const cloud::CostReport& report,
+                        std::map<std::string, std::string>& team_of, const std::string& scope_team,
+                        const std::function<std::string(const std::string&)>& name_of) {
+  for (const auto& [job, totals] : report.jobs) {
+    const std::string& job_team = team_of[job];
+    if (!scope_team.empty() && job_team != scope_team) continue;
+    out.jobs.push_back(
+        {.job = job, .name = name_of(job), .team = job_team, .totals = totals_view(totals)});
+  }
+  for (const auto& [name, totals] : report.teams) {
+    if (!scope_team.empty() && name != scope_team) continue;
+    out.teams.push_back({.team = name, .totals = totals_view(totals)});
+  }
+}
+
+// The bill's total and pools for an admin; a team sees what it spent, not the bill (other
+// teams' and idle cost).
+void add_total_and_pools(model::CostReportView& out, const cloud::CostReport& report,
+                         const Principal& who) {
+  if (who.admin) {
+    out.total = totals_view(report.total);
+    for (const auto& [name, totals] : report.pools)
+      out.pools.push_back({.pool = name, .totals = totals_view(totals)});
+  } else {
+    auto it = report.teams.find(who.team);
+    out.total = totals_view(it == report.teams.end() ? cloud::CostTotals{} : it->second);
+  }
 }
 
 }  // namespace
@@ -74,33 +124,20 @@ util::Result<nlohmann::json> ControlPlane::cost(const std::string& team, const s
                         fmt::format("a token of team '{}' sees only its own team's cost, not "
                                     "'{}'",
                                     who.team, team));
-  const std::string scope_team = who.admin ? team : who.team;
   const util::Time now = clock_.now();
-  util::Time from = period_start(now, model::Team::BudgetPeriod::Month);
-  util::Time to = now;
-  if (!since.empty()) {
-    TY_ASSIGN_OR_RETURN(from, parse_when(since, now, "since"));
-  }
-  if (!until.empty()) {
-    TY_ASSIGN_OR_RETURN(to, parse_when(until, now, "until"));
-  }
-  if (to < from) return util::invalid_argument("query parameter until is before since");
+  TY_ASSIGN_OR_RETURN(
+      const CostRange range,
+      cost_range(since, until, now, period_start(now, model::Team::BudgetPeriod::Month)));
   cloud::CostReport report;
   std::map<std::string, std::string> team_of;  // job -> team
   {
     util::MutexLock lock(mu_);
     const cloud::CostLedger& ledger = cost_.ledger_at(now);
-    report = ledger.report(from, to);
+    report = ledger.report(range.from, range.to);
     for (const auto& r : ledger.records())
       if (!r.job.empty()) team_of[r.job] = r.team;
   }
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& [job, totals] : report.jobs) {
-    const std::string& job_team = team_of[job];
-    if (!scope_team.empty() && job_team != scope_team) continue;
-    nlohmann::json j = totals_json(totals);
-    j["job"] = job;
-    j["team"] = job_team;
+  const auto name_of = [this](const std::string& job) {
     std::string name;
     try {
       util::MutexLock lock(reader_mu_);
@@ -109,36 +146,14 @@ util::Result<nlohmann::json> ControlPlane::cost(const std::string& team, const s
     } catch (const std::exception&) {
       // Not a job id (records written by something else): shown without a name.
     }
-    j["name"] = name;
-    jobs.push_back(std::move(j));
-  }
-  nlohmann::json teams = nlohmann::json::array();
-  for (const auto& [name, totals] : report.teams) {
-    if (!scope_team.empty() && name != scope_team) continue;
-    nlohmann::json t = totals_json(totals);
-    t["team"] = name;
-    teams.push_back(std::move(t));
-  }
-  nlohmann::json pools = nlohmann::json::array();
-  nlohmann::json total = totals_json(report.total);
-  if (who.admin) {
-    for (const auto& [name, totals] : report.pools) {
-      nlohmann::json p = totals_json(totals);
-      p["pool"] = name;
-      pools.push_back(std::move(p));
-    }
-  } else {
-    // A team sees what it spent, not the bill (other teams' and idle cost).
-    auto it = report.teams.find(who.team);
-    total = totals_json(it == report.teams.end() ? cloud::CostTotals{} : it->second);
-  }
-  return nlohmann::json{{"since", util::format_time(from)},
-                        {"until", util::format_time(to)},
-                        {"scope", who.admin ? "all" : "team"},
-                        {"total", std::move(total)},
-                        {"jobs", std::move(jobs)},
-                        {"teams", std::move(teams)},
-                        {"pools", std::move(pools)}};
+    return name;
+  };
+  model::CostReportView out{.since = util::format_time(range.from),
+                            .until = util::format_time(range.to),
+                            .scope = who.admin ? "all" : "team"};
+  add_jobs_and_teams(out, report, team_of, who.admin ? team : who.team, name_of);
+  add_total_and_pools(out, report, who);
+  return model::to_json(out);
 }
 
 }  // namespace trainyard::server

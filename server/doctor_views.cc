@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "exec/executor.h"
+#include "model/api_job_health_views.h"
 #include "model/job_manifest.h"
 #include "server/control_plane.h"
 #include "telemetry/doctor.h"
@@ -56,13 +57,12 @@ util::Result<nlohmann::json> ControlPlane::job_doctor(util::JobId id, const Prin
     }
     t.steps.insert(t.steps.end(), steps->begin(), steps->end());
   }
-  const telemetry::Diagnosis d = telemetry::diagnose(t);
-  nlohmann::json out = telemetry::to_json(d);
-  out["name"] = rec.name;
-  out["team"] = rec.team;
-  out["state"] = std::string(model::job_state_name(rec.state));
-  if (!notes.empty()) out["notes"] = notes;
-  return out;
+  model::DoctorReplyView out{.diagnosis = telemetry::to_json(telemetry::diagnose(t)),
+                             .name = rec.name,
+                             .team = rec.team,
+                             .state = std::string(model::job_state_name(rec.state)),
+                             .notes = std::move(notes)};
+  return model::to_json(out);
 }
 
 }  // namespace trainyard::server

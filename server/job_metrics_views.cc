@@ -34,18 +34,12 @@ nlohmann::json mean_or_null(double sum, int n) {
   return n > 0 && std::isfinite(sum / n) ? nlohmann::json(sum / n) : nlohmann::json(nullptr);
 }
 
-}  // namespace
-
-nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMetrics>>& lines,
-                              int max_points) {
-  max_points = std::max(1, max_points);
-  const size_t n = lines.size();
-  const size_t per = std::max<size_t>(
-      1, (n + static_cast<size_t>(max_points) - 1) / static_cast<size_t>(max_points));
+// Buckets of `per` consecutive lines of one attempt each.
+std::vector<Bucket> bucket_lines(const std::vector<std::pair<int, telemetry::StepMetrics>>& lines,
+                                 size_t per) {
   std::vector<Bucket> buckets;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < lines.size(); ++i) {
     const auto& [attempt, m] = lines[i];
-    // A bucket holds `per` consecutive lines of one attempt.
     if (i % per == 0 || buckets.empty() || buckets.back().attempt != attempt)
       buckets.emplace_back();
     Bucket& b = buckets.back();
@@ -60,8 +54,12 @@ nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMe
     }
     if (m.data_wait_s) b.wait_sum += *m.data_wait_s, ++b.wait_n;
   }
-  // Attempt boundaries may add buckets: merge neighbours of one attempt until they fit.
-  while (buckets.size() > static_cast<size_t>(max_points)) {
+  return buckets;
+}
+
+// Attempt boundaries may add buckets: merge neighbours of one attempt until they fit.
+void merge_buckets(std::vector<Bucket>& buckets, size_t max_points) {
+  while (buckets.size() > max_points) {
     std::vector<Bucket> merged;
     for (auto& b : buckets) {
       if (!merged.empty() && merged.size() % 2 == 1 && merged.back().attempt == b.attempt) {
@@ -79,6 +77,25 @@ nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMe
     if (merged.size() == buckets.size()) break;
     buckets = std::move(merged);
   }
+}
+
+// Data wait as a share of the step time, in percent; null without both.
+nlohmann::json wait_percent(const Bucket& b) {
+  const bool share = b.wait_n > 0 && b.step_time_n > 0 && b.step_time_sum > 0;
+  if (!share) return nullptr;
+  return std::min(100.0, 100.0 * (b.wait_sum / b.wait_n) / (b.step_time_sum / b.step_time_n));
+}
+
+}  // namespace
+
+nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMetrics>>& lines,
+                              int max_points) {
+  max_points = std::max(1, max_points);
+  const size_t n = lines.size();
+  const size_t per = std::max<size_t>(
+      1, (n + static_cast<size_t>(max_points) - 1) / static_cast<size_t>(max_points));
+  std::vector<Bucket> buckets = bucket_lines(lines, per);
+  merge_buckets(buckets, static_cast<size_t>(max_points));
   nlohmann::json time = nlohmann::json::array(), attempt = nlohmann::json::array(),
                  step = nlohmann::json::array(), loss = nlohmann::json::array(),
                  step_time = nlohmann::json::array(), wait = nlohmann::json::array(),
@@ -90,11 +107,7 @@ nlohmann::json metrics_series(const std::vector<std::pair<int, telemetry::StepMe
     loss.push_back(mean_or_null(b.loss_sum, b.loss_n));
     step_time.push_back(mean_or_null(b.step_time_sum, b.step_time_n));
     wait.push_back(mean_or_null(b.wait_sum, b.wait_n));
-    const bool share = b.wait_n > 0 && b.step_time_n > 0 && b.step_time_sum > 0;
-    wait_share.push_back(
-        share ? nlohmann::json(std::min(
-                    100.0, 100.0 * (b.wait_sum / b.wait_n) / (b.step_time_sum / b.step_time_n)))
-              : nlohmann::json(nullptr));
+    wait_share.push_back(wait_percent(b));
     samples.push_back(b.samples_time > 0 ? nlohmann::json(b.samples_sum / b.samples_time)
                                          : nlohmann::json(nullptr));
   }

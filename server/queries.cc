@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/api_job_health_views.h"
 #include "server/control_plane.h"
 #include "server/job_arrays.h"
 #include "server/job_list_query.h"
@@ -183,20 +184,20 @@ util::Result<nlohmann::json> ControlPlane::job_checkpoints(util::JobId id, const
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   const std::string dir = checkpoint_dir_of(rec);
-  nlohmann::json items = nlohmann::json::array();
+  model::CheckpointListView out{.dir = dir};
   const auto identity = file_identity(rec.team);
   const exec::ScopedFileIdentity as_job(identity ? &*identity : nullptr);
   if (!as_job.ok())
     return util::unavailable("cannot read the job's checkpoints with its own permissions");
   for (const auto& c : exec::list_checkpoints(dir)) {
-    items.push_back({{"step", c.step},
-                     {"path", c.path},
-                     {"bytes", c.bytes},
-                     {"created", c.created},
-                     {"verified", c.verified},
-                     {"problem", c.problem}});
+    out.items.push_back({.step = c.step,
+                         .path = c.path,
+                         .bytes = c.bytes,
+                         .created = c.created,
+                         .verified = c.verified,
+                         .problem = c.problem});
   }
-  return nlohmann::json{{"dir", dir}, {"items", std::move(items)}};
+  return model::to_json(out);
 }
 
 util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, const Principal& who,

@@ -65,6 +65,62 @@ nlohmann::json alert_counts(const nlohmann::json& alerts) {
   return {{"firing", firing}, {"critical", critical}, {"warning", warning}};
 }
 
+// The pending jobs' waits (seconds since queued) and how many of them are held.
+struct QueueWaits {
+  std::vector<double> waits;
+  int64_t held = 0;
+};
+
+// Counts the jobs in memory by state into `jobs`, and the pending ones' waits.
+void count_active(const std::map<util::JobId, ActiveJob>& active, const Principal& who,
+                  util::Time now, nlohmann::json& jobs, QueueWaits& queue) {
+  for (const auto& [id, job] : active) {
+    if (!who.may_access_team(job.rec.team)) continue;
+    jobs[std::string(model::job_state_name(job.rec.state))] =
+        jobs[std::string(model::job_state_name(job.rec.state))].get<int64_t>() + 1;
+    if (job.rec.state != model::JobState::Pending) continue;
+    queue.held += job.rec.held ? 1 : 0;
+    const util::Time since =
+        job.rec.queued_since > util::kEpoch ? job.rec.queued_since : job.rec.submitted;
+    queue.waits.push_back(std::max(0.0, util::to_seconds(now - since)));
+  }
+}
+
+nlohmann::json queue_json(const QueueWaits& q) {
+  const auto wait_max = q.waits.empty()
+                            ? nlohmann::json(nullptr)
+                            : nlohmann::json(*std::max_element(q.waits.begin(), q.waits.end()));
+  return {{"pending", static_cast<int64_t>(q.waits.size())},
+          {"held", q.held},
+          {"waitMedianSeconds", median(q.waits)},
+          {"waitMaxSeconds", wait_max}};
+}
+
+// The budgets of the teams `who` may see.
+nlohmann::json budget_rows(const std::vector<model::Team>& teams, const CostKeeping& cost,
+                           const Principal& who) {
+  nlohmann::json budgets = nlohmann::json::array();
+  for (const auto& t : teams) {
+    if (t.budget_usd <= 0 || !who.may_access_team(t.name)) continue;
+    const auto left = cost.budget_left(t.name);
+    budgets.push_back(
+        {{"team", t.name},
+         {"period", t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month"},
+         {"budgetUsd", t.budget_usd},
+         {"spentUsd", left ? t.budget_usd - *left : 0.0}});
+  }
+  return budgets;
+}
+
+// What `scope_team` ("" for all) spent from `day` to `now`.
+double spent_since(CostKeeping& cost, util::Time day, util::Time now,
+                   const std::string& scope_team) {
+  const cloud::CostReport today = cost.ledger_at(now).report(day, now);
+  if (scope_team.empty()) return today.total.cost_usd;
+  auto it = today.teams.find(scope_team);
+  return it != today.teams.end() ? it->second.cost_usd : 0;
+}
+
 }  // namespace
 
 nlohmann::json ControlPlane::summary(const Principal& who) {
@@ -73,37 +129,14 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
   const std::string scope_team = who.admin ? "" : who.team;
   nlohmann::json jobs = nlohmann::json::object();
   for (auto state : kSummaryStates) jobs[std::string(model::job_state_name(state))] = 0;
-  std::vector<double> waits;
-  int64_t held = 0;
+  QueueWaits queue;
   double spent_today = 0;
-  nlohmann::json budgets = nlohmann::json::array();
+  nlohmann::json budgets;
   {
     util::MutexLock lock(mu_);
-    for (const auto& [id, job] : active_) {
-      if (!who.may_access_team(job.rec.team)) continue;
-      jobs[std::string(model::job_state_name(job.rec.state))] =
-          jobs[std::string(model::job_state_name(job.rec.state))].get<int64_t>() + 1;
-      if (job.rec.state != model::JobState::Pending) continue;
-      held += job.rec.held ? 1 : 0;
-      const util::Time since =
-          job.rec.queued_since > util::kEpoch ? job.rec.queued_since : job.rec.submitted;
-      waits.push_back(std::max(0.0, util::to_seconds(now - since)));
-    }
-    const cloud::CostReport today = cost_.ledger_at(now).report(day, now);
-    if (scope_team.empty()) {
-      spent_today = today.total.cost_usd;
-    } else if (auto it = today.teams.find(scope_team); it != today.teams.end()) {
-      spent_today = it->second.cost_usd;
-    }
-    for (const auto& t : options_.config.teams) {
-      if (t.budget_usd <= 0 || !who.may_access_team(t.name)) continue;
-      const auto left = cost_.budget_left(t.name);
-      budgets.push_back(
-          {{"team", t.name},
-           {"period", t.budget_period == model::Team::BudgetPeriod::Day ? "day" : "month"},
-           {"budgetUsd", t.budget_usd},
-           {"spentUsd", left ? t.budget_usd - *left : 0.0}});
-    }
+    count_active(active_, who, now, jobs, queue);
+    spent_today = spent_since(cost_, day, now, scope_team);
+    budgets = budget_rows(options_.config.teams, cost_, who);
   }
   {
     util::MutexLock lock(reader_mu_);
@@ -113,18 +146,11 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
       if (n.is_ok()) jobs[std::string(model::job_state_name(state))] = *n;
     }
   }
-  const auto wait_max = waits.empty()
-                            ? nlohmann::json(nullptr)
-                            : nlohmann::json(*std::max_element(waits.begin(), waits.end()));
   return {{"time", util::format_time(now)},
           {"scope", who.admin ? "all" : "team"},
           {"gpus", gpu_counts(nodes(), gpus(who), who)},
           {"jobs", std::move(jobs)},
-          {"queue",
-           {{"pending", static_cast<int64_t>(waits.size())},
-            {"held", held},
-            {"waitMedianSeconds", median(waits)},
-            {"waitMaxSeconds", wait_max}}},
+          {"queue", queue_json(queue)},
           {"alerts", alert_counts(alerts(false, who))},
           {"spend",
            {{"todayUsd", spent_today}, {"since", util::format_time(day)}, {"budgets", budgets}}}};

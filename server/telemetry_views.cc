@@ -5,6 +5,7 @@
 
 #include "exec/executor.h"
 #include "model/accelerator.h"
+#include "model/api_telemetry_views.h"
 #include "server/control_plane.h"
 #include "server/process_info.h"
 #include "server/telemetry_open_minutes.h"
@@ -26,61 +27,57 @@ int64_t to_ms(util::Time t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-template <typename T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 // The measurements of a sample; identity fields are added by the callers that need them.
-json measurements_json(const telemetry::GpuSample& s) {
-  return {{"time", util::format_time_ms(util::from_millis(s.time_ms))},
-          {"gpuUtilPercent", opt(s.gpu_util_percent)},
-          {"memUtilPercent", opt(s.mem_util_percent)},
-          {"smActivePercent", opt(s.sm_active_percent)},
-          {"tensorActivePercent", opt(s.tensor_active_percent)},
-          {"dramActivePercent", opt(s.dram_active_percent)},
-          {"grEngineActivePercent", opt(s.gr_engine_active_percent)},
-          {"memoryTemperatureC", opt(s.memory_temperature_c)},
-          {"energyMillijoules", opt(s.energy_mj)},
-          {"memoryUsedBytes", opt(s.memory_used_bytes)},
-          {"memoryTotalBytes", opt(s.memory_total_bytes)},
-          {"temperatureC", opt(s.temperature_c)},
-          {"slowdownTemperatureC", opt(s.slowdown_temperature_c)},
-          {"powerW", opt(s.power_w)},
-          {"powerLimitW", opt(s.power_limit_w)},
-          {"smClockMHz", opt(s.sm_clock_mhz)},
-          {"memClockMHz", opt(s.mem_clock_mhz)},
-          {"throttleReasons", opt(s.throttle_reasons)},
-          {"eccCorrectedVolatile", opt(s.ecc_corrected_volatile)},
-          {"eccUncorrectedVolatile", opt(s.ecc_uncorrected_volatile)},
-          {"lastXid", opt(s.last_xid)},
-          {"xidCount", opt(s.xid_count)},
-          {"pcieTxBytesPerSecond", opt(s.pcie_tx_bytes_per_s)},
-          {"pcieRxBytesPerSecond", opt(s.pcie_rx_bytes_per_s)},
-          {"nvlinkTxBytesPerSecond", opt(s.nvlink_tx_bytes_per_s)},
-          {"nvlinkRxBytesPerSecond", opt(s.nvlink_rx_bytes_per_s)}};
+model::GpuMeasurementsView measurements_view(const telemetry::GpuSample& s) {
+  return {.time = util::format_time_ms(util::from_millis(s.time_ms)),
+          .gpu_util_percent = s.gpu_util_percent,
+          .mem_util_percent = s.mem_util_percent,
+          .sm_active_percent = s.sm_active_percent,
+          .tensor_active_percent = s.tensor_active_percent,
+          .dram_active_percent = s.dram_active_percent,
+          .gr_engine_active_percent = s.gr_engine_active_percent,
+          .memory_temperature_c = s.memory_temperature_c,
+          .energy_millijoules = s.energy_mj,
+          .memory_used_bytes = s.memory_used_bytes,
+          .memory_total_bytes = s.memory_total_bytes,
+          .temperature_c = s.temperature_c,
+          .slowdown_temperature_c = s.slowdown_temperature_c,
+          .power_w = s.power_w,
+          .power_limit_w = s.power_limit_w,
+          .sm_clock_mhz = s.sm_clock_mhz,
+          .mem_clock_mhz = s.mem_clock_mhz,
+          .throttle_reasons = s.throttle_reasons,
+          .ecc_corrected_volatile = s.ecc_corrected_volatile,
+          .ecc_uncorrected_volatile = s.ecc_uncorrected_volatile,
+          .last_xid = s.last_xid,
+          .xid_count = s.xid_count,
+          .pcie_tx_bytes_per_second = s.pcie_tx_bytes_per_s,
+          .pcie_rx_bytes_per_second = s.pcie_rx_bytes_per_s,
+          .nvlink_tx_bytes_per_second = s.nvlink_tx_bytes_per_s,
+          .nvlink_rx_bytes_per_second = s.nvlink_rx_bytes_per_s};
 }
 
-json minute_json(const store::TelemetryMinute& m) {
-  return {{"device", m.device_uuid},
-          {"minute", util::format_time_ms(m.minute)},
-          {"samples", m.samples},
-          {"gpuUtilAvg", opt(m.gpu_util_avg)},
-          {"gpuUtilMax", opt(m.gpu_util_max)},
-          {"memUtilAvg", opt(m.mem_util_avg)},
-          {"smActiveAvg", opt(m.sm_active_avg)},
-          {"tensorActiveAvg", opt(m.tensor_active_avg)},
-          {"memoryUsedAvgBytes", opt(m.mem_used_avg)},
-          {"memoryUsedMaxBytes", opt(m.mem_used_max)},
-          {"memoryTotalBytes", opt(m.mem_total)},
-          {"temperatureAvgC", opt(m.temp_avg)},
-          {"temperatureMaxC", opt(m.temp_max)},
-          {"powerAvgW", opt(m.power_avg)},
-          {"powerMaxW", opt(m.power_max)},
-          {"smClockAvgMHz", opt(m.sm_clock_avg)},
-          {"throttleReasons", opt(m.throttle_or)},
-          {"eccUncorrectedMax", opt(m.ecc_uncorrected_max)},
-          {"lastXid", opt(m.xid_last)}};
+model::TelemetryMinuteView minute_view(const store::TelemetryMinute& m, bool partial) {
+  return {.device = m.device_uuid,
+          .minute = util::format_time_ms(m.minute),
+          .samples = m.samples,
+          .gpu_util_avg = m.gpu_util_avg,
+          .gpu_util_max = m.gpu_util_max,
+          .mem_util_avg = m.mem_util_avg,
+          .sm_active_avg = m.sm_active_avg,
+          .tensor_active_avg = m.tensor_active_avg,
+          .memory_used_avg_bytes = m.mem_used_avg,
+          .memory_used_max_bytes = m.mem_used_max,
+          .memory_total_bytes = m.mem_total,
+          .temperature_avg_c = m.temp_avg,
+          .temperature_max_c = m.temp_max,
+          .power_avg_w = m.power_avg,
+          .power_max_w = m.power_max,
+          .sm_clock_avg_mhz = m.sm_clock_avg,
+          .throttle_reasons = m.throttle_or,
+          .ecc_uncorrected_max = m.ecc_uncorrected_max,
+          .last_xid = m.xid_last,
+          .partial = partial};
 }
 
 // Weighted values: a stored minute weighs as many samples as it summarizes.
@@ -121,30 +118,119 @@ std::optional<double> as_double(std::optional<int64_t> v) {
   return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
 }
 
+// What utilization_summary() adds up over a job's stored minutes and its recent raw samples.
+struct UtilizationTotals {
+  Weighted util, power, sm_active, tensor_active;
+  std::optional<double> util_max, mem_max, mem_total, temp_max;
+  std::optional<int64_t> throttle, xid;
+  std::set<std::string> devices;
+  int64_t samples = 0, first_ms = -1, last_ms = -1;
+
+  void span(int64_t ms) {
+    first_ms = first_ms < 0 ? ms : std::min(first_ms, ms);
+    last_ms = std::max(last_ms, ms);
+  }
+
+  void add(const store::TelemetryMinute& m) {
+    const double w = static_cast<double>(m.samples);
+    samples += m.samples;
+    devices.insert(m.device_uuid);
+    span(to_ms(m.minute));
+    util.add(m.gpu_util_avg, w);
+    power.add(m.power_avg, w);
+    sm_active.add(m.sm_active_avg, w);
+    tensor_active.add(m.tensor_active_avg, w);
+    util_max = max_of(util_max, m.gpu_util_max);
+    mem_max = max_of(mem_max, as_double(m.mem_used_max));
+    mem_total = max_of(mem_total, as_double(m.mem_total));
+    temp_max = max_of(temp_max, m.temp_max);
+    if (m.throttle_or) throttle = throttle.value_or(0) | *m.throttle_or;
+    if (m.xid_last) xid = m.xid_last;
+  }
+
+  void add(const telemetry::GpuSample& s) {
+    samples += 1;
+    devices.insert(s.uuid);
+    span(s.time_ms);
+    util.add(s.gpu_util_percent, 1);
+    power.add(s.power_w, 1);
+    sm_active.add(s.sm_active_percent, 1);
+    tensor_active.add(s.tensor_active_percent, 1);
+    util_max = max_of(util_max, s.gpu_util_percent);
+    mem_max = max_of(mem_max, as_double(s.memory_used_bytes));
+    mem_total = max_of(mem_total, as_double(s.memory_total_bytes));
+    temp_max = max_of(temp_max, s.temperature_c);
+    if (s.throttle_reasons)
+      throttle = throttle.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
+    if (s.last_xid) xid = *s.last_xid;
+  }
+
+  static std::optional<std::string> time_at(int64_t ms) {
+    if (ms < 0) return std::nullopt;
+    return util::format_time_ms(util::from_millis(ms));
+  }
+
+  model::UtilizationView view() {
+    return model::UtilizationView{.samples = samples,
+                                  .devices = static_cast<int64_t>(devices.size()),
+                                  .from = time_at(first_ms),
+                                  .to = time_at(last_ms),
+                                  .gpu_util_avg = util.mean(),
+                                  .gpu_util_p95 = util.percentile(0.95),
+                                  .gpu_util_max = util_max,
+                                  .sm_active_avg = sm_active.mean(),
+                                  .tensor_active_avg = tensor_active.mean(),
+                                  .memory_used_max_bytes = mem_max,
+                                  .memory_total_bytes = mem_total,
+                                  .temperature_max_c = temp_max,
+                                  .power_avg_w = power.mean(),
+                                  .throttle_reasons = throttle,
+                                  .last_xid = xid};
+  }
+};
+
 // The processes on a device; user and command line only to those who may see the job's team
 // (admins see every process's, also of processes outside any job), and only for this machine.
-json gpu_processes_json(const AttributedSample& a, const Principal& who) {
-  json procs = json::array();
+std::vector<model::GpuProcessView> gpu_processes(const AttributedSample& a, const Principal& who) {
+  std::vector<model::GpuProcessView> procs;
   for (const auto& p : a.sample.processes) {
     auto pj = a.process_job.find(p.pid);
-    json e = {{"pid", p.pid},
-              {"memoryBytes", opt(p.memory_bytes)},
-              {"smUtilPercent", opt(p.sm_util_percent)},
-              {"job", pj != a.process_job.end() ? json(pj->second) : json(nullptr)},
-              {"user", nullptr},
-              {"command", nullptr}};
+    model::GpuProcessView& e = procs.emplace_back(model::GpuProcessView{
+        .pid = p.pid, .memory_bytes = p.memory_bytes, .sm_util_percent = p.sm_util_percent});
+    if (pj != a.process_job.end()) e.job = pj->second;
     bool visible = who.admin;
     for (const auto& j : a.jobs)
       if (pj != a.process_job.end() && j.id == pj->second) visible = who.may_access_team(j.team);
     if (visible && a.sample.host.empty()) {
       if (auto info = describe_local_process(p.pid)) {
-        e["user"] = info->user;
-        e["command"] = info->command;
+        e.user = info->user;
+        e.command = info->command;
       }
     }
-    procs.push_back(std::move(e));
   }
   return procs;
+}
+
+// A device of GET /api/v1/gpus. Job names are a team's own business; ids and teams are public
+// like in `nodes`.
+model::GpuDeviceView gpu_device(const AttributedSample& a, const Principal& who) {
+  const auto& s = a.sample;
+  model::GpuDeviceView d{.index = s.index,
+                         .uuid = s.uuid,
+                         .name = s.name,
+                         .model = s.model,
+                         .pci_bus_id = s.pci_bus_id,
+                         .mig = s.is_mig,
+                         .mig_profile = s.mig_profile,
+                         .gpu_instance_id = s.gpu_instance_id,
+                         .measurements = measurements_view(s)};
+  for (const auto& j : a.jobs) {
+    d.jobs.push_back({.id = j.id,
+                      .team = j.team,
+                      .name = who.may_access_team(j.team) ? std::optional(j.name) : std::nullopt});
+  }
+  d.processes = gpu_processes(a, who);
+  return d;
 }
 
 }  // namespace
@@ -203,34 +289,12 @@ std::vector<BatchWorkerGpus> ControlPlane::batch_worker_gpus() const {
 }
 
 json ControlPlane::gpus(const Principal& who) const {
-  json items = json::array();
+  model::GpuListView out;
   if (recorder_) {
-    for (const auto& a : recorder_->latest()) {
-      const auto& s = a.sample;
-      json d = {{"index", s.index},
-                {"uuid", s.uuid},
-                {"name", s.name},
-                {"model", s.model},
-                {"pciBusId", s.pci_bus_id},
-                {"mig", s.is_mig},
-                {"migProfile", s.mig_profile},
-                {"gpuInstanceId", opt(s.gpu_instance_id)}};
-      d.update(measurements_json(s));
-      json jobs = json::array();
-      for (const auto& j : a.jobs) {
-        json e = {{"id", j.id}, {"team", j.team}};
-        // Job names are a team's own business; ids and teams are public like in `nodes`.
-        e["name"] = who.may_access_team(j.team) ? json(j.name) : json(nullptr);
-        jobs.push_back(std::move(e));
-      }
-      d["jobs"] = std::move(jobs);
-      d["processes"] = gpu_processes_json(a, who);
-      items.push_back(std::move(d));
-    }
+    for (const auto& a : recorder_->latest()) out.items.push_back(gpu_device(a, who));
+    out.interval_seconds = util::to_seconds(recorder_->interval());
   }
-  return {{"items", std::move(items)},
-          {"intervalSeconds",
-           recorder_ ? json(util::to_seconds(recorder_->interval())) : json(nullptr)}};
+  return model::to_json(out);
 }
 
 util::Result<ControlPlane::JobSeries> ControlPlane::job_series(util::JobId id) {
@@ -285,66 +349,10 @@ util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::
 }
 
 model::UtilizationView ControlPlane::utilization_summary(const JobSeries& series) const {
-  Weighted util, power, sm_active, tensor_active;
-  std::optional<double> util_max, mem_max, mem_total, temp_max;
-  std::optional<int64_t> throttle, xid;
-  std::set<std::string> devices;
-  int64_t samples = 0, first_ms = -1, last_ms = -1;
-  auto span = [&](int64_t ms) {
-    first_ms = first_ms < 0 ? ms : std::min(first_ms, ms);
-    last_ms = std::max(last_ms, ms);
-  };
-  for (const auto& m : series.minutes) {
-    const double w = static_cast<double>(m.samples);
-    samples += m.samples;
-    devices.insert(m.device_uuid);
-    span(to_ms(m.minute));
-    util.add(m.gpu_util_avg, w);
-    power.add(m.power_avg, w);
-    sm_active.add(m.sm_active_avg, w);
-    tensor_active.add(m.tensor_active_avg, w);
-    util_max = max_of(util_max, m.gpu_util_max);
-    mem_max = max_of(mem_max, as_double(m.mem_used_max));
-    mem_total = max_of(mem_total, as_double(m.mem_total));
-    temp_max = max_of(temp_max, m.temp_max);
-    if (m.throttle_or) throttle = throttle.value_or(0) | *m.throttle_or;
-    if (m.xid_last) xid = m.xid_last;
-  }
-  for (const auto& s : series.recent) {
-    samples += 1;
-    devices.insert(s.uuid);
-    span(s.time_ms);
-    util.add(s.gpu_util_percent, 1);
-    power.add(s.power_w, 1);
-    sm_active.add(s.sm_active_percent, 1);
-    tensor_active.add(s.tensor_active_percent, 1);
-    util_max = max_of(util_max, s.gpu_util_percent);
-    mem_max = max_of(mem_max, as_double(s.memory_used_bytes));
-    mem_total = max_of(mem_total, as_double(s.memory_total_bytes));
-    temp_max = max_of(temp_max, s.temperature_c);
-    if (s.throttle_reasons)
-      throttle = throttle.value_or(0) | static_cast<int64_t>(*s.throttle_reasons);
-    if (s.last_xid) xid = *s.last_xid;
-  }
-  const auto time_at = [](int64_t ms) -> std::optional<std::string> {
-    if (ms < 0) return std::nullopt;
-    return util::format_time_ms(util::from_millis(ms));
-  };
-  return model::UtilizationView{.samples = samples,
-                                .devices = static_cast<int64_t>(devices.size()),
-                                .from = time_at(first_ms),
-                                .to = time_at(last_ms),
-                                .gpu_util_avg = util.mean(),
-                                .gpu_util_p95 = util.percentile(0.95),
-                                .gpu_util_max = util_max,
-                                .sm_active_avg = sm_active.mean(),
-                                .tensor_active_avg = tensor_active.mean(),
-                                .memory_used_max_bytes = mem_max,
-                                .memory_total_bytes = mem_total,
-                                .temperature_max_c = temp_max,
-                                .power_avg_w = power.mean(),
-                                .throttle_reasons = throttle,
-                                .last_xid = xid};
+  UtilizationTotals totals;
+  for (const auto& m : series.minutes) totals.add(m);
+  for (const auto& s : series.recent) totals.add(s);
+  return totals.view();
 }
 
 util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
@@ -352,30 +360,19 @@ util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
   TY_ASSIGN_OR_RETURN(auto rec, load_record(id));
   TY_RETURN_IF_ERROR(check_job_access(who, id, rec.team));
   TY_ASSIGN_OR_RETURN(JobSeries series, job_series(id));
-  json minutes = json::array();
-  for (const auto& m : series.minutes) minutes.push_back(minute_json(m));
+  model::JobTelemetryView out{.job = id.value(), .summary = utilization_summary(series)};
+  if (recorder_) out.interval_seconds = util::to_seconds(recorder_->interval());
+  for (const auto& m : series.minutes) out.minutes.push_back(minute_view(m, false));
   // Minutes not stored yet (the one in progress) from the raw samples, marked partial.
-  for (const auto& m : summarize_minutes(series.recent)) {
-    json row = minute_json(m);
-    row["partial"] = true;
-    minutes.push_back(std::move(row));
-  }
+  for (const auto& m : summarize_minutes(series.recent))
+    out.minutes.push_back(minute_view(m, true));
   // The newest raw samples, also those already summarized in a stored minute.
   std::vector<telemetry::GpuSample> raw;
   if (recorder_) raw = recorder_->recent_for_job(id.value(), 0);
   const size_t keep = std::min(raw.size(), static_cast<size_t>(std::max(0, max_samples)));
-  json samples = json::array();
-  for (size_t i = raw.size() - keep; i < raw.size(); ++i) {
-    json s = measurements_json(raw[i]);
-    s["device"] = raw[i].uuid;
-    samples.push_back(std::move(s));
-  }
-  return json{{"job", id.value()},
-              {"intervalSeconds",
-               recorder_ ? json(util::to_seconds(recorder_->interval())) : json(nullptr)},
-              {"summary", model::to_json(utilization_summary(series))},
-              {"minutes", std::move(minutes)},
-              {"samples", std::move(samples)}};
+  for (size_t i = raw.size() - keep; i < raw.size(); ++i)
+    out.samples.push_back({.device = raw[i].uuid, .measurements = measurements_view(raw[i])});
+  return model::to_json(out);
 }
 
 std::string ControlPlane::metrics_text() const {

@@ -184,6 +184,14 @@ class FieldReader {
   std::string error_;
 };
 
+// Reads a whole reply into `out`: the from_json of a view is `return read_view(j, out);`.
+template <typename View>
+util::Status read_view(const Json& j, View& out) {
+  FieldReader r(j, "");
+  if (r.ok()) read_fields(r, out);
+  return r.status();
+}
+
 // `v` as JSON, or null without one.
 template <typename T>
 Json or_null(const std::optional<T>& v) {

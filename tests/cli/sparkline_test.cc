@@ -76,20 +76,18 @@ TEST(ProgressFormat, ShortDurations) {
 }
 
 TEST(TelemetryRows, NamesDevicesFromPlacementsAndWritesRfc4180Csv) {
-  const json job = {
-      {"placement", {{{"device", "GPU-b"}, {"node", "n,1"}, {"gpu", 1}}}},
-      {"attempts", {{{"placement", {{{"device", "GPU-a"}, {"node", "n0"}, {"gpu", 0}}}}}}}};
-  const json t = {{"minutes",
-                   {{{"device", "GPU-b"},
-                     {"minute", "2026-01-01T00:01:00.000Z"},
-                     {"samples", 60},
-                     {"gpuUtilAvg", 50.0},
-                     {"memoryUsedAvgBytes", 1048576.0 * 100}},
-                    {{"device", "GPU-a"},
-                     {"minute", "2026-01-01T00:00:00.000Z"},
-                     {"samples", 3},
-                     {"partial", true},
-                     {"gpuUtilAvg", nullptr}}}}};
+  model::JobDetailView job;
+  job.job.placement = {{.node = "n,1", .gpu = 1, .device = "GPU-b"}};
+  job.attempts = {{.attempt = 1, .placement = {{.node = "n0", .gpu = 0, .device = "GPU-a"}}}};
+  const model::JobTelemetryView t{.minutes = {{.device = "GPU-b",
+                                               .minute = "2026-01-01T00:01:00.000Z",
+                                               .samples = 60,
+                                               .gpu_util_avg = 50.0,
+                                               .memory_used_avg_bytes = 1048576.0 * 100},
+                                              {.device = "GPU-a",
+                                               .minute = "2026-01-01T00:00:00.000Z",
+                                               .samples = 3,
+                                               .partial = true}}};
   const auto rows = telemetry_rows(t, job);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].device, "GPU-a");  // ordered by time
