@@ -33,6 +33,12 @@ void reply_error(Response& res, const util::Status& st, std::string field = "") 
   res = error_response(st, std::move(field));
 }
 
+// reply_error() for the parsers of request parameters, which return false once they replied.
+bool refuse(Response& res, const util::Status& st, std::string field = "") {
+  reply_error(res, st, std::move(field));
+  return false;
+}
+
 template <typename T>
 void send(Response& res, const util::Result<T>& r, int ok_status = 200) {
   if (r.is_ok()) {
@@ -130,17 +136,14 @@ bool log_window_offset(ControlPlane& plane, const Request& req, Response& res, u
   return true;
 }
 
-}  // namespace
+// Authenticates requests for the handlers, each of which holds a copy.
+struct Authenticator {
+  ControlPlane& plane;
+  const HttpOptions& options;
 
-void HttpApi::routes() {
-  // Registered in order: the first route whose method and pattern match answers.
-  auto get = [this](const char* path, http::Handler f) { router_.add("GET", path, std::move(f)); };
-  auto post = [this](const char* path, http::Handler f) {
-    router_.add("POST", path, std::move(f));
-  };
-  // Authenticates a request; on failure the error reply is written and nullopt returned. Only a
-  // request without any Authorization header may act as the anonymous principal.
-  auto auth = [this](const Request& req, Response& res) -> std::optional<Principal> {
+  // On failure the error reply is written and nullopt returned. Only a request without any
+  // Authorization header may act as the anonymous principal.
+  std::optional<Principal> operator()(const Request& req, Response& res) const {
     const std::string* header = req.header("Authorization");
     auto token =
         request_token(header != nullptr ? std::optional<std::string_view>(*header) : std::nullopt);
@@ -151,50 +154,106 @@ void HttpApi::routes() {
     // Anonymous admin on loopback is for the operator, never for a job's worker: a request from
     // a socket owned by a worker uid (or whose owner cannot be found) needs a token.
     const bool anonymous =
-        token->empty() && !options_.require_auth &&
-        plane_.anonymous_allowed_from(req.connection_fd >= 0 ? loopback_peer_uid(req.connection_fd)
-                                                             : std::nullopt);
-    auto p = plane_.authenticate(*token, anonymous);
+        token->empty() && !options.require_auth &&
+        plane.anonymous_allowed_from(req.connection_fd >= 0 ? loopback_peer_uid(req.connection_fd)
+                                                            : std::nullopt);
+    auto p = plane.authenticate(*token, anonymous);
     if (!p.is_ok()) {
       reply_error(res, p.status());
       return std::nullopt;
     }
     return *p;
-  };
+  }
+};
 
-  get("/healthz", [](const Request&, Response& res) { reply(res, 200, json{{"status", "ok"}}); });
-  // The web UI's files (GET /, GET /ui/...): no authentication, they carry no data.
-  add_ui_routes(router_);
-  // No authentication, like /healthz: Prometheus scrapes without a token (see docs/metrics.md).
-  get("/metrics", [this](const Request&, Response& res) {
-    res.body = plane_.metrics_text();
+// What each group of routes registers with.
+struct RouteTable {
+  http::Router& router;
+  ControlPlane& plane;
+  Authenticator auth;
+
+  void get(const char* path, http::Handler f) const { router.add("GET", path, std::move(f)); }
+  void post(const char* path, http::Handler f) const { router.add("POST", path, std::move(f)); }
+};
+
+// GET /api/v1/jobs's filter from the query parameters; false once the error reply is written.
+bool job_list_filter(const Request& req, store::JobFilter& f, Response& res) {
+  int64_t limit = 100, before = 0;
+  if (!int_param(req, "limit", 1, 1000, limit, res) ||
+      !int_param(req, "before", 0, INT64_MAX, before, res))
+    return false;
+  f.limit = static_cast<int>(limit);
+  f.before = before;
+  if (req.has_param("state")) {
+    std::string name = req.param("state");
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto st = model::parse_job_state(name);
+    if (!st.is_ok()) return refuse(res, st.status(), "state");
+    f.state = *st;
+  }
+  if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return false;
+  f.team = req.param("team");
+  f.name = req.param("name");
+  f.node = req.param("node");
+  if (auto st =
+          apply_job_list_params(req.param("sort"), req.param("order"), req.param("cursor"), f);
+      !st.is_ok())
+    return refuse(res, st);
+  if (before > 0 && req.has_param("cursor"))
+    return refuse(res, util::invalid_argument("pass either before or cursor, not both"), "before");
+  if (before > 0 && (f.sort != store::JobSort::Id || f.ascending))
+    return refuse(res,
+                  util::invalid_argument("before pages the newest-first order only; use cursor"),
+                  "before");
+  return true;
+}
+
+// The routes without authentication: they carry no data, or (/metrics) Prometheus scrapes them
+// without a token (see docs/metrics.md).
+void add_public_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  t.get("/healthz", [](const Request&, Response& res) { reply(res, 200, json{{"status", "ok"}}); });
+  // The web UI's files (GET /, GET /ui/...).
+  add_ui_routes(t.router);
+  t.get("/metrics", [&plane](const Request&, Response& res) {
+    res.body = plane.metrics_text();
     res.content_type = "text/plain; version=0.0.4";
   });
-  get("/api/v1/gpus", [this, auth](const Request& req, Response& res) {
-    if (auto who = auth(req, res)) reply(res, 200, plane_.gpus(*who));
+}
+
+// GPU telemetry: every device's newest sample; a job's samples, diagnosis and step metrics.
+void add_telemetry_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.get("/api/v1/gpus", [&plane, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) reply(res, 200, plane.gpus(*who));
   });
-  get(R"(/api/v1/jobs/([^/]+)/telemetry)", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+)/telemetry)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     int64_t samples = 300;
     auto who = auth(req, res);
     if (who && job_id(req, id, res) && int_param(req, "samples", 0, 100000, samples, res))
-      send(res, plane_.job_telemetry(id, static_cast<int>(samples), *who));
+      send(res, plane.job_telemetry(id, static_cast<int>(samples), *who));
   });
-
-  get(R"(/api/v1/jobs/([^/]+)/doctor)", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+)/doctor)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.job_doctor(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.job_doctor(id, *who));
   });
-  get(R"(/api/v1/jobs/([^/]+)/metrics)", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+)/metrics)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     int64_t points = 500;
     auto who = auth(req, res);
     if (who && job_id(req, id, res) && int_param(req, "points", 1, 5000, points, res))
-      send(res, plane_.job_metrics(id, static_cast<int>(points), *who));
+      send(res, plane.job_metrics(id, static_cast<int>(points), *who));
   });
+}
 
-  post("/api/v1/jobs", [this, auth](const Request& req, Response& res) {
+// Submitting jobs, listing them and reading one.
+void add_job_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.post("/api/v1/jobs", [&plane, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
     const std::string file = req.has_param("file") ? req.param("file") : "request";
@@ -203,100 +262,77 @@ void HttpApi::routes() {
       if (auto st = check_idempotency_key(*header); !st.is_ok()) return reply_error(res, st);
       key = *header;
     }
-    send(res, with_curl_hint(plane_.submit(req.body, file, *who, key), req), 201);
+    send(res, with_curl_hint(plane.submit(req.body, file, *who, key), req), 201);
   });
-
-  get("/api/v1/jobs", [this, auth](const Request& req, Response& res) {
+  t.get("/api/v1/jobs", [&plane, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
     store::JobFilter f;
-    int64_t limit = 100, before = 0;
-    if (!int_param(req, "limit", 1, 1000, limit, res) ||
-        !int_param(req, "before", 0, INT64_MAX, before, res))
-      return;
-    f.limit = static_cast<int>(limit);
-    f.before = before;
-    if (req.has_param("state")) {
-      std::string name = req.param("state");
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto st = model::parse_job_state(name);
-      if (!st.is_ok()) return reply_error(res, st.status(), "state");
-      f.state = *st;
-    }
-    if (!int_param(req, "array", 1, INT64_MAX, f.array_job_id, res)) return;
-    f.team = req.param("team");
-    f.name = req.param("name");
-    f.node = req.param("node");
-    if (auto st =
-            apply_job_list_params(req.param("sort"), req.param("order"), req.param("cursor"), f);
-        !st.is_ok())
-      return reply_error(res, st);
-    if (before > 0 && req.has_param("cursor"))
-      return reply_error(res, util::invalid_argument("pass either before or cursor, not both"),
-                         "before");
-    if (before > 0 && (f.sort != store::JobSort::Id || f.ascending))
-      return reply_error(
-          res, util::invalid_argument("before pages the newest-first order only; use cursor"),
-          "before");
+    if (!job_list_filter(req, f, res)) return;
     auto selector = model::parse_label_selector(req.param("labelSelector"));
     if (!selector.is_ok()) return reply_error(res, selector.status(), "labelSelector");
-    send(res, plane_.list_jobs_matching(f, *selector, *who));
+    send(res, plane.list_jobs_matching(f, *selector, *who));
   });
-
-  get(R"(/api/v1/jobs/([^/]+))", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+))", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.get_job(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.get_job(id, *who));
   });
+}
 
-  auto cancel = [this, auth](const Request& req, Response& res) {
+// Job controls (docs/api.md): cancel a job, hold and release a pending job, change its priority
+// class (POST .../update or PATCH on the job), and cancel every task of a job array.
+void add_job_control_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  auto cancel = [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.cancel(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.cancel(id, *who));
   };
-  router_.add("DELETE", R"(/api/v1/jobs/([^/]+))", cancel);
-  post(R"(/api/v1/jobs/([^/]+)/cancel)", cancel);
-
-  // Job controls (docs/api.md): hold and release a pending job, change its priority class
-  // (POST .../update or PATCH on the job), and cancel every task of a job array.
-  post(R"(/api/v1/jobs/([^/]+)/hold)", [this, auth](const Request& req, Response& res) {
+  t.router.add("DELETE", R"(/api/v1/jobs/([^/]+))", cancel);
+  t.post(R"(/api/v1/jobs/([^/]+)/cancel)", cancel);
+  t.post(R"(/api/v1/jobs/([^/]+)/hold)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.hold(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.hold(id, *who));
   });
-  post(R"(/api/v1/jobs/([^/]+)/release)", [this, auth](const Request& req, Response& res) {
+  t.post(R"(/api/v1/jobs/([^/]+)/release)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.release(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.release(id, *who));
   });
-  auto update = [this, auth](const Request& req, Response& res) {
+  auto update = [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.update(id, req.body, *who));
+    if (who && job_id(req, id, res)) send(res, plane.update(id, req.body, *who));
   };
-  post(R"(/api/v1/jobs/([^/]+)/update)", update);
-  router_.add("PATCH", R"(/api/v1/jobs/([^/]+))", update);
-  post(R"(/api/v1/arrays/([^/]+)/cancel)", [this, auth](const Request& req, Response& res) {
+  t.post(R"(/api/v1/jobs/([^/]+)/update)", update);
+  t.router.add("PATCH", R"(/api/v1/jobs/([^/]+))", update);
+  t.post(R"(/api/v1/arrays/([^/]+)/cancel)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.cancel_array(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.cancel_array(id, *who));
   });
+}
 
-  get(R"(/api/v1/jobs/([^/]+)/events)", [this, auth](const Request& req, Response& res) {
+// What a job left behind: its events, checkpoints and logs.
+void add_job_history_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.get(R"(/api/v1/jobs/([^/]+)/events)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     int64_t after = 0;
     auto who = auth(req, res);
     if (who && job_id(req, id, res) && int_param(req, "after", 0, INT64_MAX, after, res))
-      send(res, plane_.job_events(id, after, *who));
+      send(res, plane.job_events(id, after, *who));
   });
-
-  get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     auto who = auth(req, res);
-    if (who && job_id(req, id, res)) send(res, plane_.job_checkpoints(id, *who));
+    if (who && job_id(req, id, res)) send(res, plane.job_checkpoints(id, *who));
   });
-
-  get(R"(/api/v1/jobs/([^/]+)/logs)", [this, auth](const Request& req, Response& res) {
+  t.get(R"(/api/v1/jobs/([^/]+)/logs)", [&plane, auth](const Request& req, Response& res) {
     util::JobId id;
     int64_t attempt = 0, rank = 0, offset = 0, limit = 1 << 20;
     auto who = auth(req, res);
@@ -305,53 +341,72 @@ void HttpApi::routes() {
         !int_param(req, "offset", 0, INT64_MAX, offset, res) ||
         !int_param(req, "limit", 1, 16 << 20, limit, res))
       return;
-    if (!log_window_offset(plane_, req, res, id, static_cast<int>(attempt), static_cast<int>(rank),
+    if (!log_window_offset(plane, req, res, id, static_cast<int>(attempt), static_cast<int>(rank),
                            *who, offset))
       return;
     auto chunk =
-        plane_.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);
+        plane.job_log(id, static_cast<int>(attempt), static_cast<int>(rank), offset, limit, *who);
     if (!chunk.is_ok()) return reply_error(res, chunk.status());
     res.set_header("X-Trainyard-Next-Offset", std::to_string(chunk->next_offset));
     res.set_header("X-Trainyard-Complete", chunk->complete ? "true" : "false");
     res.body = std::move(chunk->data);
     res.content_type = "text/plain; charset=utf-8";
   });
+}
 
-  get("/api/v1/nodes", [this, auth](const Request& req, Response& res) {
-    if (auth(req, res)) reply(res, 200, plane_.nodes());
+// The nodes, and a spot interruption on demand (a test and demo aid).
+void add_node_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.get("/api/v1/nodes", [&plane, auth](const Request& req, Response& res) {
+    if (auth(req, res)) reply(res, 200, plane.nodes());
   });
-  post(R"(/api/v1/nodes/([^/]+)/interrupt)", [this, auth](const Request& req, Response& res) {
-    if (auto who = auth(req, res)) send(res, plane_.interrupt_node(req.matches[1], *who));
+  t.post(R"(/api/v1/nodes/([^/]+)/interrupt)", [&plane, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) send(res, plane.interrupt_node(req.matches[1], *who));
   });
-  get("/api/v1/cost", [this, auth](const Request& req, Response& res) {
+}
+
+// The bill: the ledger's report (JSON or a CSV download) and its series over time.
+void add_cost_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.get("/api/v1/cost", [&plane, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
-    auto report = plane_.cost(req.param("team"), req.param("since"), req.param("until"), *who);
+    auto report = plane.cost(req.param("team"), req.param("since"), req.param("until"), *who);
     if (req.param("format") != "csv" || !report.is_ok()) return send(res, report);
     res.body = cost_csv(*report);  // cost_series_views.cc
     res.content_type = "text/csv; charset=utf-8";
     res.set_header("Content-Disposition", "attachment; filename=\"trainyard-cost.csv\"");
   });
-  get("/api/v1/cost/series", [this, auth](const Request& req, Response& res) {
+  t.get("/api/v1/cost/series", [&plane, auth](const Request& req, Response& res) {
     if (auto who = auth(req, res))
-      send(res, plane_.cost_series(req.param("team"), req.param("since"), req.param("until"),
-                                   req.param("step"), *who));
+      send(res, plane.cost_series(req.param("team"), req.param("since"), req.param("until"),
+                                  req.param("step"), *who));
   });
-  get("/api/v1/queues", [this, auth](const Request& req, Response& res) {
-    if (auto who = auth(req, res)) reply(res, 200, plane_.queues(*who));
+}
+
+// The overview: where each team's queue stands, the alerts, and the web UI's summary.
+void add_overview_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.get("/api/v1/queues", [&plane, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) reply(res, 200, plane.queues(*who));
   });
-  get("/api/v1/alerts", [this, auth](const Request& req, Response& res) {
+  t.get("/api/v1/alerts", [&plane, auth](const Request& req, Response& res) {
     int64_t all = 0;
     auto who = auth(req, res);
-    if (who && int_param(req, "all", 0, 1, all, res))
-      reply(res, 200, plane_.alerts(all == 1, *who));
+    if (who && int_param(req, "all", 0, 1, all, res)) reply(res, 200, plane.alerts(all == 1, *who));
   });
-
-  get("/api/v1/summary", [this, auth](const Request& req, Response& res) {
-    if (auto who = auth(req, res)) reply(res, 200, plane_.summary(*who));
+  t.get("/api/v1/summary", [&plane, auth](const Request& req, Response& res) {
+    if (auto who = auth(req, res)) reply(res, 200, plane.summary(*who));
   });
+}
 
-  post("/api/v1/tokens", [this, auth](const Request& req, Response& res) {
+void add_token_routes(const RouteTable& t) {
+  ControlPlane& plane = t.plane;
+  const Authenticator auth = t.auth;
+  t.post("/api/v1/tokens", [&plane, auth](const Request& req, Response& res) {
     auto who = auth(req, res);
     if (!who) return;
     const json body = json::parse(req.body, nullptr, false);
@@ -363,8 +418,25 @@ void HttpApi::routes() {
     if (!team.is_string() || !name.is_string() || !admin.is_boolean())
       return reply_error(
           res, util::invalid_argument("team and name must be strings, admin true or false"));
-    send(res, plane_.create_token(team, name, admin, *who), 201);
+    send(res, plane.create_token(team, name, admin, *who), 201);
   });
+}
+
+}  // namespace
+
+void HttpApi::routes() {
+  // Registered in order: the first route whose method and pattern match answers.
+  const RouteTable table{
+      .router = router_, .plane = plane_, .auth = {.plane = plane_, .options = options_}};
+  add_public_routes(table);
+  add_telemetry_routes(table);
+  add_job_routes(table);
+  add_job_control_routes(table);
+  add_job_history_routes(table);
+  add_node_routes(table);
+  add_cost_routes(table);
+  add_overview_routes(table);
+  add_token_routes(table);
 }
 
 }  // namespace trainyard::server
