@@ -3,7 +3,10 @@
 // client that retries after a lost reply gets the first job back instead of a second one.
 #include <algorithm>
 #include <charconv>
+#include <functional>
+#include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -91,6 +94,127 @@ util::Status check_team(model::JobManifest& m, const Principal& who) {
   return util::Status::ok();
 }
 
+// The record of the key a client sent (the Idempotency-Key header), in the principal's scope
+// and with the hash of the body it came with.
+util::Result<store::IdempotencyKeyRecord> idempotency_key_record(std::string_view raw,
+                                                                 std::string_view body,
+                                                                 const Principal& who) {
+  TY_ASSIGN_OR_RETURN(std::string k, parse_idempotency_key(raw));
+  return store::IdempotencyKeyRecord{
+      .scope = idempotency_scope(who), .key = std::move(k), .body_sha256 = hash_token(body)};
+}
+
+// A repeat must carry the same body as the key's first submission: one key must never stand
+// for two different specs.
+util::Status check_same_spec(const store::IdempotencyKeyRecord& first,
+                             const store::IdempotencyKeyRecord& key) {
+  if (first.body_sha256 == key.body_sha256) return util::Status::ok();
+  return util::Status(
+      util::StatusCode::AlreadyExists,
+      fmt::format("Idempotency-Key '{}' was used for another job spec (it created job {}) "
+                  "within the last 24 hours; send a new key with a new spec, or the first "
+                  "spec unchanged to get job {} back",
+                  first.key, first.job.value(), first.job.value()));
+}
+
+// A job as the API shows it now, with its record.
+struct JobAsShown {
+  store::JobRecord rec;
+  model::JobView view;
+};
+
+// Job `id` from `active` (the control plane's jobs in memory, read under its mutex), which
+// knows more of a job than the store (why it waits, its start estimate); nullopt when it is not
+// there.
+template <typename JobViewOf>
+std::optional<JobAsShown> job_in_memory(const std::map<util::JobId, ActiveJob>& active,
+                                        util::JobId id, const JobViewOf& job_view) {
+  auto it = active.find(id);
+  if (it == active.end()) return std::nullopt;
+  const store::JobRecord& rec = it->second.rec;
+  return JobAsShown{.rec = rec, .view = job_view(&it->second, rec)};
+}
+
+// The reply to a repeat: the job the key's first submission created, provided the principal
+// may see it.
+util::Result<nlohmann::json> replay_reply(const store::IdempotencyKeyRecord& first, JobAsShown job,
+                                          const Principal& who) {
+  if (!who.may_access_team(job.rec.team))
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("Idempotency-Key '{}' belongs to a job of team '{}'; your "
+                                    "token is for team '{}'",
+                                    first.key, job.rec.team, who.team));
+  return model::to_json(
+      model::SubmitReplyView{.job = std::move(job.view), .idempotent_replay = true});
+}
+
+// dependsOn as the stored manifest names it: by job id.
+std::vector<std::string> id_strings(const std::vector<util::JobId>& ids) {
+  std::vector<std::string> out;
+  for (auto id : ids) out.push_back(std::to_string(id.value()));
+  return out;
+}
+
+// The body of the submission's write transaction: the jobs and the key that names them. When a
+// concurrent submission with the same key committed first, `winner` is its key and nothing is
+// written.
+util::Status insert_jobs_and_key(store::Store& s, std::vector<NewJob>& jobs,
+                                 std::optional<store::IdempotencyKeyRecord>& key,
+                                 std::optional<store::IdempotencyKeyRecord>& winner,
+                                 const std::string& who, util::Time now) {
+  winner.reset();  // the committer may run this body again after a failed batch
+  if (key) {
+    TY_RETURN_IF_ERROR(s.prune_idempotency_keys(now - kIdempotencyKeyLifetime).status());
+    // Under the write transaction nobody can insert the key between this look-up and the
+    // insert below; the store's primary key would refuse a second row all the same.
+    TY_ASSIGN_OR_RETURN(winner, s.find_idempotency_key(key->scope, key->key));
+    if (winner) return util::Status::ok();
+  }
+  TY_RETURN_IF_ERROR(insert_new_jobs(s, jobs, who, now));
+  if (key) {
+    key->job = jobs.front().rec.id;
+    key->created = now;
+    TY_RETURN_IF_ERROR(s.insert_idempotency_key(*key));
+  }
+  return util::Status::ok();
+}
+
+// The control plane's jobs in memory (under its mutex), which a submission's jobs join.
+struct JobsInMemory {
+  std::map<util::JobId, ActiveJob>& active;
+  std::set<util::JobId>& cancel_before_insert;
+  std::set<std::string>& teams_seen;
+};
+
+// The committed jobs join memory, where the next cycle finds them, except those a cancel
+// reached first (committed as cancelled: see ControlPlane::cancel). The reply shows the first
+// job and, for an array, its number of tasks and the last one's id.
+template <typename JobViewOf>
+model::SubmitReplyView add_to_memory(std::vector<NewJob>& jobs, bool array,
+                                     const std::vector<util::JobId>& deps, JobsInMemory memory,
+                                     const JobViewOf& job_view) {
+  std::optional<model::SubmitReplyView> out;
+  for (NewJob& nj : jobs) {
+    const store::JobRecord& rec = nj.rec;
+    memory.teams_seen.insert(rec.team);
+    model::JobView j;
+    if (!memory.cancel_before_insert.erase(rec.id)) {
+      ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = deps};
+      job.wait_reason = "not yet examined by the scheduler";
+      auto [it, inserted] = memory.active.emplace(rec.id, std::move(job));
+      j = job_view(&it->second, it->second.rec);
+    } else {
+      j = job_view(nullptr, rec);
+    }
+    if (!out) out = model::SubmitReplyView{.job = std::move(j)};
+  }
+  if (array) {
+    out->array_tasks = static_cast<int64_t>(jobs.size());
+    out->last_id = jobs.back().rec.id.value();
+  }
+  return *out;
+}
+
 }  // namespace
 
 util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
@@ -133,41 +257,22 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
                                                   std::string_view idempotency_key) {
   // The key this submission stores with its job; nullopt without one.
   std::optional<store::IdempotencyKeyRecord> key;
-  // A repeat answers with the job the key's first submission created, as it is now, provided the
-  // body is the same: one key must never stand for two different specs.
+  // A repeat answers with the job the key's first submission created, as it is now.
   auto replay = [&](const store::IdempotencyKeyRecord& first) -> util::Result<nlohmann::json> {
-    if (first.body_sha256 != key->body_sha256)
-      return util::Status(
-          util::StatusCode::AlreadyExists,
-          fmt::format("Idempotency-Key '{}' was used for another job spec (it created job {}) "
-                      "within the last 24 hours; send a new key with a new spec, or the first "
-                      "spec unchanged to get job {} back",
-                      first.key, first.job.value(), first.job.value()));
-    std::optional<model::JobView> job;
-    store::JobRecord rec;
+    TY_RETURN_IF_ERROR(check_same_spec(first, *key));
+    std::optional<JobAsShown> job;
     {
       util::MutexLock lock(mu_);
-      if (auto it = active_.find(first.job); it != active_.end()) {
-        rec = it->second.rec;
-        job = job_view(&it->second, rec);
-      }
+      job = job_in_memory(active_, first.job, std::bind_front(&ControlPlane::job_view, this));
     }
     if (!job) {
-      TY_ASSIGN_OR_RETURN(rec, load_record(first.job));
-      job = job_view(nullptr, rec);
+      TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(first.job));
+      job = JobAsShown{.rec = rec, .view = job_view(nullptr, rec)};
     }
-    if (!who.may_access_team(rec.team))
-      return util::Status(util::StatusCode::PermissionDenied,
-                          fmt::format("Idempotency-Key '{}' belongs to a job of team '{}'; your "
-                                      "token is for team '{}'",
-                                      first.key, rec.team, who.team));
-    return model::to_json(
-        model::SubmitReplyView{.job = std::move(*job), .idempotent_replay = true});
+    return replay_reply(first, *job, who);
   };
   if (!idempotency_key.empty()) {
-    TY_ASSIGN_OR_RETURN(std::string k, parse_idempotency_key(idempotency_key));
-    key = store::IdempotencyKeyRecord{
-        .scope = idempotency_scope(who), .key = std::move(k), .body_sha256 = hash_token(body)};
+    TY_ASSIGN_OR_RETURN(key, idempotency_key_record(idempotency_key, body, who));
     // Answered before the spec is checked again: what the check depends on (this machine's
     // nodes, the jobs dependsOn names) may have changed since the first submission.
     std::optional<store::IdempotencyKeyRecord> first;
@@ -187,58 +292,23 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
   if (auto st = check_fits_somewhere(m.spec); !st.is_ok()) return located(std::move(st));
   auto deps = resolve_dependencies(m, m.spec.team);
   if (!deps.is_ok()) return located(deps.status());
-  m.depends_on.clear();
-  for (auto d : *deps) m.depends_on.push_back(std::to_string(d.value()));
+  m.depends_on = id_strings(*deps);
 
   const util::Time now = clock_.now();
-  // One job, or one per index of an array (server/job_arrays.h).
-  std::vector<NewJob> jobs = expand_submission(m, now);
-  // Set when a concurrent submission with the same key committed first: that one's key.
-  std::optional<store::IdempotencyKeyRecord> winner;
-  const util::Status committed = committer_->commit([&](store::Store& s) -> util::Status {
-    winner.reset();  // the committer may run this body again after a failed batch
-    if (key) {
-      TY_RETURN_IF_ERROR(s.prune_idempotency_keys(now - kIdempotencyKeyLifetime).status());
-      // Under the write transaction nobody can insert the key between this look-up and the
-      // insert below; the store's primary key would refuse a second row all the same.
-      TY_ASSIGN_OR_RETURN(winner, s.find_idempotency_key(key->scope, key->key));
-      if (winner) return util::Status::ok();
-    }
-    TY_RETURN_IF_ERROR(insert_new_jobs(s, jobs, who.name, now));
-    if (key) {
-      key->job = jobs.front().rec.id;
-      key->created = now;
-      TY_RETURN_IF_ERROR(s.insert_idempotency_key(*key));
-    }
-    return util::Status::ok();
-  });
-  TY_RETURN_IF_ERROR(committed);
+  std::vector<NewJob> jobs = expand_submission(m, now);  // one, or one per index of an array
+  std::optional<store::IdempotencyKeyRecord> winner;     // set when a concurrent one won
+  TY_RETURN_IF_ERROR(committer_->commit(
+      [&](store::Store& s) { return insert_jobs_and_key(s, jobs, key, winner, who.name, now); }));
   if (winner) return replay(*winner);
-  std::optional<model::SubmitReplyView> out;
-  {
-    util::MutexLock lock(mu_);
-    for (NewJob& nj : jobs) {
-      const store::JobRecord& rec = nj.rec;
-      teams_seen_.insert(rec.team);
-      model::JobView j;
-      if (!cancel_before_insert_.erase(rec.id)) {
-        ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = *deps};
-        job.wait_reason = "not yet examined by the scheduler";
-        auto [it, inserted] = active_.emplace(rec.id, std::move(job));
-        j = job_view(&it->second, it->second.rec);
-      } else {
-        j = job_view(nullptr, rec);
-      }
-      if (!out) out = model::SubmitReplyView{.job = std::move(j)};
-    }
-    if (!m.array.empty()) {
-      out->array_tasks = static_cast<int64_t>(jobs.size());
-      out->last_id = jobs.back().rec.id.value();
-    }
-    wake_ = true;
-    loop_cv_.notify_all();
-  }
-  return model::to_json(*out);
+  util::UniqueLock lock(mu_);
+  const model::SubmitReplyView out = add_to_memory(
+      jobs, !m.array.empty(), *deps,
+      {.active = active_, .cancel_before_insert = cancel_before_insert_, .teams_seen = teams_seen_},
+      std::bind_front(&ControlPlane::job_view, this));
+  wake_ = true;
+  loop_cv_.notify_all();
+  lock.unlock();
+  return model::to_json(out);
 }
 
 util::Status ControlPlane::check_fits_somewhere(const model::JobSpec& spec) const {

@@ -85,6 +85,51 @@ void raise_descriptor_limit(unsigned connections) {
   setrlimit(RLIMIT_NOFILE, &lim);
 }
 
+util::Status listen_failed(const std::string& host, int port, const std::string& why) {
+  return util::unavailable(fmt::format(
+      "cannot listen on {}:{}: {}; pick another address or port with --listen", host, port, why));
+}
+
+// A listening socket on the first of host:port's addresses that takes one.
+util::Result<int> listen_socket(const std::string& host, int port, int backlog) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+    return listen_failed(host, port, fmt::format("cannot resolve the host ({})", gai_strerror(rc)));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
+  int error = 0;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    // Non-blocking: every I/O thread waits on this socket and only one wins each accept().
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      error = errno;
+      continue;
+    }
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // restart despite TIME_WAIT
+    // The backlog is ours since the socket is (MHD_OPTION_LISTEN_BACKLOG_SIZE only applies to
+    // sockets libmicrohttpd opens): bursts of connections wait instead of being reset.
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, backlog) == 0) return fd;
+    error = errno;
+    ::close(fd);
+  }
+  return listen_failed(host, port, std::strerror(error));
+}
+
+// The port `fd` listens on (the one picked for port 0).
+util::Result<int> bound_port(int fd, const std::string& host, int port) {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    return listen_failed(host, port, std::strerror(errno));
+  return bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
 // Blocks every asynchronous signal in the calling thread for its lifetime.
 class BlockSignals {
  public:
@@ -175,66 +220,105 @@ struct MhdCallbacks {
                                size_t* upload_data_size, void** request_state) {
     auto& server = *static_cast<Server*>(cls);
     auto* ex = static_cast<Server::Exchange*>(*request_state);
-    const ServerLimits& limits = server.limits_;
     try {
       if (ex == nullptr) {  // the headers are in; the body (if any) comes in later calls
-        auto fresh = std::make_unique<Server::Exchange>();
-        fresh->started = util::WallClock::steady_now();
-        fresh->req.method = method;
-        fresh->req.path = url;
-        MHD_get_connection_values(connection, MHD_HEADER_KIND, &add_header, &fresh->req);
-        MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &add_param, &fresh->req);
-        if (const auto* info =
-                MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
-          fresh->req.connection_fd = info->connect_fd;
-        ex = fresh.release();
+        ex = new_exchange(connection, url, method).release();
         *request_state = ex;  // freed by on_completed
-        // A declared length over the cap is refused before the body is read when the client
-        // waits for "100 Continue" (curl does for large bodies) or the body is too large to
-        // drain; refusing closes the connection after the reply.
-        if (const std::string* length = ex->req.header("content-length")) {
-          int64_t declared = 0;
-          const auto [end, ec] =
-              std::from_chars(length->data(), length->data() + length->size(), declared);
-          const std::string* expect = ex->req.header("expect");
-          const bool waits = expect != nullptr && iequals(*expect, "100-continue");
-          if (ec == std::errc() && declared > limits.max_body_bytes &&
-              (waits || declared > limits.drain_body_bytes)) {
-            ex->too_large = true;
-            Response res = server.error_reply(413, body_too_large(limits.max_body_bytes));
-            return server.queue(connection, *ex, res) ? MHD_YES : MHD_NO;
-          }
-        }
-        return MHD_YES;
+        return refuse_declared_body_over_limit(server, connection, *ex);
       }
-      if (*upload_data_size > 0) {
-        const size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        ex->body_bytes += static_cast<int64_t>(n);
-        if (!ex->too_large && ex->body_bytes <= limits.max_body_bytes) {
-          ex->req.body.append(upload_data, n);
-        } else if (!ex->too_large) {
-          ex->too_large = true;
-          std::string().swap(ex->req.body);
-        }
-        // Past the drain limit the only answer left is to close the connection.
-        return ex->body_bytes > limits.drain_body_bytes ? MHD_NO : MHD_YES;
-      }
-      if (ex->replied) return MHD_YES;
-      if (ex->dispatched) {  // resumed: the handler's reply is ready
-        if (!ex->answered.load(std::memory_order_acquire)) return MHD_YES;
-        return server.queue(connection, *ex, ex->reply) ? MHD_YES : MHD_NO;
-      }
-      if (ex->too_large) {
-        Response res = server.error_reply(413, body_too_large(limits.max_body_bytes));
-        return server.queue(connection, *ex, res) ? MHD_YES : MHD_NO;
-      }
-      server.dispatch(connection, *ex);
-      return MHD_YES;
+      if (*upload_data_size > 0)
+        return receive_body(server.limits_, *ex, upload_data, upload_data_size);
+      return answer(server, connection, *ex);
     } catch (...) {
       // Out of memory while copying the request, say: closing the connection is what is left.
       return MHD_NO;
     }
+  }
+
+  // A request whose line and headers are in.
+  static std::unique_ptr<Server::Exchange> new_exchange(MHD_Connection* connection, const char* url,
+                                                        const char* method) {
+    auto fresh = std::make_unique<Server::Exchange>();
+    fresh->started = util::WallClock::steady_now();
+    fresh->req.method = method;
+    fresh->req.path = url;
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, &add_header, &fresh->req);
+    MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &add_param, &fresh->req);
+    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+      fresh->req.connection_fd = info->connect_fd;
+    return fresh;
+  }
+
+  // A declared length over the cap is refused before the body is read when the client waits
+  // for "100 Continue" (curl does for large bodies) or the body is too large to drain; refusing
+  // closes the connection after the reply.
+  static MHD_Result refuse_declared_body_over_limit(Server& server, MHD_Connection* connection,
+                                                    Server::Exchange& ex) {
+    const ServerLimits& limits = server.limits_;
+    const std::string* length = ex.req.header("content-length");
+    if (length == nullptr) return MHD_YES;
+    int64_t declared = 0;
+    const auto [end, ec] =
+        std::from_chars(length->data(), length->data() + length->size(), declared);
+    const std::string* expect = ex.req.header("expect");
+    const bool waits = expect != nullptr && iequals(*expect, "100-continue");
+    if (ec == std::errc() && declared > limits.max_body_bytes &&
+        (waits || declared > limits.drain_body_bytes)) {
+      ex.too_large = true;
+      Response res = server.error_reply(413, body_too_large(limits.max_body_bytes));
+      return server.queue(connection, ex, res) ? MHD_YES : MHD_NO;
+    }
+    return MHD_YES;
+  }
+
+  // A piece of the body: kept up to the cap, dropped beyond it.
+  static MHD_Result receive_body(const ServerLimits& limits, Server::Exchange& ex,
+                                 const char* upload_data, size_t* upload_data_size) {
+    const size_t n = *upload_data_size;
+    *upload_data_size = 0;
+    ex.body_bytes += static_cast<int64_t>(n);
+    if (!ex.too_large && ex.body_bytes <= limits.max_body_bytes) {
+      ex.req.body.append(upload_data, n);
+    } else if (!ex.too_large) {
+      ex.too_large = true;
+      std::string().swap(ex.req.body);
+    }
+    // Past the drain limit the only answer left is to close the connection.
+    return ex.body_bytes > limits.drain_body_bytes ? MHD_NO : MHD_YES;
+  }
+
+  // The request is complete: hand it to a handler, or send the reply it made or a 413.
+  static MHD_Result answer(Server& server, MHD_Connection* connection, Server::Exchange& ex) {
+    if (ex.replied) return MHD_YES;
+    if (ex.dispatched) {  // resumed: the handler's reply is ready
+      if (!ex.answered.load(std::memory_order_acquire)) return MHD_YES;
+      return server.queue(connection, ex, ex.reply) ? MHD_YES : MHD_NO;
+    }
+    if (ex.too_large) {
+      Response res = server.error_reply(413, body_too_large(server.limits_.max_body_bytes));
+      return server.queue(connection, ex, res) ? MHD_YES : MHD_NO;
+    }
+    server.dispatch(connection, ex);
+    return MHD_YES;
+  }
+
+  // No TCP_NODELAY to set: libmicrohttpd manages TCP_NODELAY and TCP_CORK around each send and
+  // pushes the last piece of every reply (headers and an in-memory body go out in one writev),
+  // so no reply waits ~40 ms for the client's delayed ACK (bench/server_bench measures it).
+  static MHD_Daemon* start_daemon(Server& server) {
+    const ServerLimits& limits = server.limits_;
+    return MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, nullptr,
+        nullptr, &MhdCallbacks::on_request, &server,
+        // First, so that the library's warnings about the options below reach the log too.
+        MHD_OPTION_EXTERNAL_LOGGER, &MhdCallbacks::on_log, &server,  //
+        MHD_OPTION_LISTEN_SOCKET, server.listen_fd_,
+        // With one thread the polling thread does the I/O; the library wants 0 for that, not 1.
+        MHD_OPTION_THREAD_POOL_SIZE, limits.io_threads > 1 ? limits.io_threads : 0u,
+        MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_timeout_seconds,  //
+        MHD_OPTION_CONNECTION_LIMIT, limits.max_connections,         //
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits.connection_memory_bytes,
+        MHD_OPTION_NOTIFY_COMPLETED, &MhdCallbacks::on_completed, &server, MHD_OPTION_END);
   }
 
   static void on_completed(void* /*cls*/, MHD_Connection* /*connection*/, void** request_state,
@@ -309,45 +393,8 @@ Server::~Server() {
 }
 
 util::Status Server::start(const std::string& host, int port) {
-  const auto failed = [&](const std::string& why) {
-    return util::unavailable(fmt::format(
-        "cannot listen on {}:{}: {}; pick another address or port with --listen", host, port, why));
-  };
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-    return failed(fmt::format("cannot resolve the host ({})", gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
-  int error = 0;
-  for (const addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
-    // Non-blocking: every I/O thread waits on this socket and only one wins each accept().
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      error = errno;
-      continue;
-    }
-    const int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // restart despite TIME_WAIT
-    // The backlog is ours since the socket is (MHD_OPTION_LISTEN_BACKLOG_SIZE only applies to
-    // sockets libmicrohttpd opens): bursts of connections wait instead of being reset.
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, limits_.listen_backlog) == 0) {
-      listen_fd_ = fd;
-    } else {
-      error = errno;
-      ::close(fd);
-    }
-  }
-  if (listen_fd_ < 0) return failed(std::strerror(error));
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  if (::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
-    return failed(std::strerror(errno));
-  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  TY_ASSIGN_OR_RETURN(listen_fd_, listen_socket(host, port, limits_.listen_backlog));
+  TY_ASSIGN_OR_RETURN(port_, bound_port(listen_fd_, host, port));
   raise_descriptor_limit(limits_.max_connections);
   // Threads inherit the signal mask of the thread that creates them. Signals belong to the
   // program (the server takes SIGTERM with sigwait on a thread of its own), so the handler pool
@@ -355,27 +402,13 @@ util::Status Server::start(const std::string& host, int port) {
   // them could take SIGTERM with its default action and end the process without a clean stop.
   const BlockSignals quiet_threads;
   pool_ = std::make_unique<HandlerPool>(limits_.threads);
-
-  // No TCP_NODELAY to set: libmicrohttpd manages TCP_NODELAY and TCP_CORK around each send and
-  // pushes the last piece of every reply (headers and an in-memory body go out in one writev),
-  // so no reply waits ~40 ms for the client's delayed ACK (bench/server_bench measures it).
-  daemon_ = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, nullptr,
-      nullptr, &MhdCallbacks::on_request, this,
-      // First, so that the library's warnings about the options below reach the log too.
-      MHD_OPTION_EXTERNAL_LOGGER, &MhdCallbacks::on_log, this,  //
-      MHD_OPTION_LISTEN_SOCKET, listen_fd_,
-      // With one thread the polling thread does the I/O; the library wants 0 for that, not 1.
-      MHD_OPTION_THREAD_POOL_SIZE, limits_.io_threads > 1 ? limits_.io_threads : 0u,
-      MHD_OPTION_CONNECTION_TIMEOUT, limits_.idle_timeout_seconds,  //
-      MHD_OPTION_CONNECTION_LIMIT, limits_.max_connections,         //
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits_.connection_memory_bytes,
-      MHD_OPTION_NOTIFY_COMPLETED, &MhdCallbacks::on_completed, this, MHD_OPTION_END);
+  daemon_ = MhdCallbacks::start_daemon(*this);
   // The daemon owns the socket now; when it fails to start it may have closed it already, and
   // closing a descriptor number twice could close another thread's file.
   listen_fd_ = -1;
   if (daemon_ == nullptr)
-    return failed("libmicrohttpd could not start its threads (run with --log-level debug)");
+    return listen_failed(host, port,
+                         "libmicrohttpd could not start its threads (run with --log-level debug)");
   return util::Status::ok();
 }
 

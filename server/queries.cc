@@ -71,6 +71,45 @@ std::optional<model::JobRequestView> request_of(const ActiveJob* active,
 
 constexpr const char* kStopNames[] = {"", "preempt", "cancel", "deadline", "failure"};
 
+// A team token lists its own team's jobs only: the filter gets its team, and another team's is
+// refused.
+util::Status scope_to_team(store::JobFilter& filter, const Principal& who) {
+  if (who.admin) return util::Status::ok();
+  if (!filter.team.empty() && filter.team != who.team)
+    return util::Status(util::StatusCode::PermissionDenied,
+                        fmt::format("your token is for team '{}'", who.team));
+  filter.team = who.team;
+  return util::Status::ok();
+}
+
+// Removes the row read beyond a page of `want` (the first one when paging backward); whether
+// there was one.
+bool drop_probe_row(std::vector<store::JobRecord>& recs, int want, bool backward) {
+  const bool more = static_cast<int>(recs.size()) > want;
+  if (more) {
+    if (backward)
+      recs.erase(recs.begin());
+    else
+      recs.pop_back();
+  }
+  return more;
+}
+
+// hasMore and the cursors of a page; `more`: a row beyond the page was read.
+void add_page_links(model::JobListView& out, const store::JobFilter& filter, bool more) {
+  // Rows after the page: more of them (forward) or the cursor's own row (backward); rows ahead
+  // of it: the cursor's row (forward) or more of them (backward).
+  const bool after = filter.backward ? filter.before > 0 : more;
+  const bool ahead = filter.backward ? more : filter.before > 0;
+  out.has_more = after;
+  if (!out.items.empty()) {
+    if (after) out.next_cursor = job_cursor(true, filter, out.items.back());
+    if (ahead) out.prev_cursor = job_cursor(false, filter, out.items.front());
+    if (after && filter.sort == store::JobSort::Id && !filter.ascending)
+      out.next_before = out.items.back().id;
+  }
+}
+
 }  // namespace
 
 util::Result<store::JobRecord> ControlPlane::load_record(util::JobId id) {
@@ -208,12 +247,7 @@ util::Result<nlohmann::json> ControlPlane::list_jobs(store::JobFilter filter, co
 
 util::Result<model::JobListView> ControlPlane::list_page(store::JobFilter filter,
                                                          const Principal& who, bool with_total) {
-  if (!who.admin) {
-    if (!filter.team.empty() && filter.team != who.team)
-      return util::Status(util::StatusCode::PermissionDenied,
-                          fmt::format("your token is for team '{}'", who.team));
-    filter.team = who.team;
-  }
+  TY_RETURN_IF_ERROR(scope_to_team(filter, who));
   // One row more than the page tells whether another page follows (ahead of it, backward).
   const int want = std::min(filter.limit, 10000);
   store::JobFilter probe = filter;
@@ -227,13 +261,7 @@ util::Result<model::JobListView> ControlPlane::list_page(store::JobFilter filter
       TY_ASSIGN_OR_RETURN(total, reader_->count_jobs(filter));
     }
   }
-  const bool more = static_cast<int>(recs.size()) > want;
-  if (more) {
-    if (filter.backward)
-      recs.erase(recs.begin());
-    else
-      recs.pop_back();
-  }
+  const bool more = drop_probe_row(recs, want, filter.backward);
   model::JobListView out;
   // Rows read above as unfinished whose jobs have left memory since: a cycle ended them after
   // the read (and committed that before it let go of the lock), so the row is stale.
@@ -253,18 +281,8 @@ util::Result<model::JobListView> ControlPlane::list_page(store::JobFilter filter
     if (auto fresh = load_record(id); fresh.is_ok()) out.items[index] = job_view(nullptr, *fresh);
   }
   for (auto& item : out.items) add_step_progress(item);
-  // Rows after the page: more of them (forward) or the cursor's own row (backward); rows ahead
-  // of it: the cursor's row (forward) or more of them (backward).
-  const bool after = filter.backward ? filter.before > 0 : more;
-  const bool ahead = filter.backward ? more : filter.before > 0;
-  out.has_more = after;
   if (with_total) out.total = total;
-  if (!out.items.empty()) {
-    if (after) out.next_cursor = job_cursor(true, filter, out.items.back());
-    if (ahead) out.prev_cursor = job_cursor(false, filter, out.items.front());
-    if (after && filter.sort == store::JobSort::Id && !filter.ascending)
-      out.next_before = out.items.back().id;
-  }
+  add_page_links(out, filter, more);
   return out;
 }
 

@@ -127,6 +127,120 @@ std::string describe_workers(const ServerConfig& config) {
   return text;
 }
 
+// --listen, --config and --provider into `http` and `config`; says what is wrong and returns
+// false when one of them is.
+bool read_server_options(const ServerOptions& options, HttpOptions& http, ServerConfig& config) {
+  if (!parse_listen(options.listen, http)) {
+    std::fprintf(stderr,
+                 "trainyard server: --listen must be HOST:PORT like 127.0.0.1:8765, got '%s'\n",
+                 options.listen.c_str());
+    return false;
+  }
+  http.require_auth = options.require_auth;
+  if (!options.config.empty()) {
+    auto loaded = load_server_config(options.config);
+    if (!loaded.is_ok()) {
+      std::fprintf(stderr, "trainyard server: %s\n", loaded.status().message().c_str());
+      return false;
+    }
+    config = std::move(*loaded);
+  }
+  if (!options.provider.empty()) {
+    auto provider = parse_capacity_provider(options.provider);
+    if (!provider.is_ok()) {
+      std::fprintf(stderr, "trainyard server: --provider: %s\n",
+                   provider.status().message().c_str());
+      return false;
+    }
+    config.capacity.provider = *provider;
+  }
+  http.max_request_bytes = config.max_request_bytes;
+  return true;
+}
+
+// The executor the control plane starts workers with: one of the two is set.
+struct Executors {
+  exec::ExecutorPtr local;
+  std::unique_ptr<exec::SlurmExecutor> slurm;
+};
+
+// The config's executor; on Slurm, `cp_options` learns of it and of its shared directory.
+// Says why and returns false when it cannot be opened.
+bool open_executor(const ServerOptions& options, const ServerConfig& config,
+                   ControlPlaneOptions& cp_options, Executors& out) {
+  if (config.executor.kind != ExecutorKind::Slurm) {
+    out.local = exec::make_local_executor({.wrapper_path = options.wrapper_path});
+    return true;
+  }
+  auto opened = open_slurm_executor(config, cp_options.state_dir, options.wrapper_path);
+  if (!opened.is_ok()) {
+    std::fprintf(stderr, "trainyard server: %s\n", opened.status().message().c_str());
+    return false;
+  }
+  out.slurm = std::move(*opened);
+  cp_options.slurm = out.slurm.get();
+  cp_options.work_dir = config.executor.slurm.shared_dir;
+  return true;
+}
+
+// Signals are taken by one thread with sigwait; every other thread blocks them. Returns the
+// set that thread waits for (SIGINT, SIGTERM).
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+std::string server_url(const HttpOptions& http, int port) {
+  const bool ipv6 = http.host.find(':') != std::string::npos;
+  return ipv6 ? fmt::format("http://[{}]:{}", http.host, port)
+              : fmt::format("http://{}:{}", http.host, port);
+}
+
+void print_slurm_executor(const exec::SlurmExecutor& slurm) {
+  const auto& so = slurm.options();
+  std::printf("executor: slurm, partition %s, shared dir %s, instance %s\n",
+              so.partition.empty() ? "(Slurm's default)" : so.partition.c_str(),
+              so.shared_dir.c_str(), so.instance.c_str());
+}
+
+void print_simcloud_pools(const ControlPlane& plane, const ServerConfig& config) {
+  const auto pools = plane.nodes()["pools"];
+  std::printf("capacity: simcloud (seed %llu), %zu pool(s)\n",
+              static_cast<unsigned long long>(config.capacity.seed), pools.size());
+  for (const auto& p : pools)
+    std::printf("  %s: %s %s %s (%d x %s, $%.4f/node-hour), %d..%d nodes\n",
+                p["name"].get<std::string>().c_str(), p["kind"].get<std::string>().c_str(),
+                p["provider"].get<std::string>().c_str(),
+                p["instanceType"].get<std::string>().c_str(), p["gpusPerNode"].get<int>(),
+                p["gpuModel"].get<std::string>().c_str(), p["pricePerNodeHour"].get<double>(),
+                p["minNodes"].get<int>(), p["maxNodes"].get<int>());
+}
+
+// Runs the reconcile loop and answers requests until SIGINT or SIGTERM (or a failed socket).
+void serve_until_stopped(ControlPlane& cp, HttpApi& api, sigset_t& signals) {
+  std::thread loop([&] { cp.run_loop(); });
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::printf("trainyard server: %s received, stopping (jobs keep running)\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stdout);
+    cp.stop();
+    api.stop();
+  });
+  api.serve();
+  cp.stop();
+  loop.join();
+  // serve() also returns when the socket fails; wake the signal thread so it can end.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+}
+
 }  // namespace
 
 std::string default_state_path() {
@@ -144,32 +258,8 @@ int run_server(const ServerOptions& options) {
   // Everything the server creates is its own unless it says otherwise (run dirs, the URL file).
   ::umask(077);
   HttpOptions http;
-  if (!parse_listen(options.listen, http)) {
-    std::fprintf(stderr,
-                 "trainyard server: --listen must be HOST:PORT like 127.0.0.1:8765, got '%s'\n",
-                 options.listen.c_str());
-    return 2;
-  }
-  http.require_auth = options.require_auth;
   ServerConfig config;
-  if (!options.config.empty()) {
-    auto loaded = load_server_config(options.config);
-    if (!loaded.is_ok()) {
-      std::fprintf(stderr, "trainyard server: %s\n", loaded.status().message().c_str());
-      return 2;
-    }
-    config = std::move(*loaded);
-  }
-  if (!options.provider.empty()) {
-    auto provider = parse_capacity_provider(options.provider);
-    if (!provider.is_ok()) {
-      std::fprintf(stderr, "trainyard server: --provider: %s\n",
-                   provider.status().message().c_str());
-      return 2;
-    }
-    config.capacity.provider = *provider;
-  }
-  http.max_request_bytes = config.max_request_bytes;
+  if (!read_server_options(options, http, config)) return 2;
   auto sampler = telemetry::make_gpu_sampler(options.gpus);
   if (!sampler.is_ok()) {
     std::fprintf(stderr, "trainyard server: --gpus: %s\n", sampler.status().message().c_str());
@@ -180,26 +270,15 @@ int run_server(const ServerOptions& options) {
   ControlPlaneOptions cp_options{.state_dir = db.parent_path().empty() ? "." : db.parent_path(),
                                  .db_path = db,
                                  .config = config};
-  exec::ExecutorPtr executor;
-  std::unique_ptr<exec::SlurmExecutor> slurm;
-  if (config.executor.kind == ExecutorKind::Slurm) {
-    auto opened = open_slurm_executor(config, cp_options.state_dir, options.wrapper_path);
-    if (!opened.is_ok()) {
-      std::fprintf(stderr, "trainyard server: %s\n", opened.status().message().c_str());
-      return 1;
-    }
-    slurm = std::move(*opened);
-    cp_options.slurm = slurm.get();
-    cp_options.work_dir = config.executor.slurm.shared_dir;
-  } else {
-    executor = exec::make_local_executor({.wrapper_path = options.wrapper_path});
-  }
+  Executors executors;
+  if (!open_executor(options, config, cp_options, executors)) return 1;
+  const std::unique_ptr<exec::SlurmExecutor>& slurm = executors.slurm;
   // On Slurm the GPUs are the nodes': their wrappers' readings, through the shared directory.
   BatchGpuSampler batch_gpus(std::chrono::duration_cast<std::chrono::milliseconds>(
       std::max<util::Duration>(config.telemetry.interval * 5, std::chrono::seconds(5))));
   if (slurm) cp_options.batch_sampler = &batch_gpus;
   auto plane = slurm ? ControlPlane::open(cp_options, std::vector<LocalNode>{}, *slurm, clock)
-                     : ControlPlane::open(cp_options, **sampler, *executor, clock);
+                     : ControlPlane::open(cp_options, **sampler, *executors.local, clock);
   if (plane.is_ok() && slurm) (*plane)->record_telemetry_from(batch_gpus);
   if (!plane.is_ok()) {
     std::fprintf(stderr, "trainyard server: %s\n", plane.status().message().c_str());
@@ -217,60 +296,18 @@ int run_server(const ServerOptions& options) {
     std::fprintf(stderr, "trainyard server: %s\n", st.message().c_str());
     return 1;
   }
-  // Signals are taken by one thread with sigwait; every other thread blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-
-  const bool ipv6 = http.host.find(':') != std::string::npos;
-  const std::string url = ipv6 ? fmt::format("http://[{}]:{}", http.host, api.bound_port())
-                               : fmt::format("http://{}:{}", http.host, api.bound_port());
+  sigset_t signals = block_stop_signals();
+  const std::string url = server_url(http, api.bound_port());
   write_file_atomically(cp_options.state_dir / "server.addr", url + "\n");
   std::printf(
       "trainyard server listening on %s\nstate: %s\nGPUs: %s\npolicy: %s\nadmin token: "
       "%s\nworkers: %s\n",
       url.c_str(), db.c_str(), describe_gpus(**plane).c_str(), config.policy.name.c_str(),
       token_path.c_str(), describe_workers(config).c_str());
-  if (slurm) {
-    const auto& so = slurm->options();
-    std::printf("executor: slurm, partition %s, shared dir %s, instance %s\n",
-                so.partition.empty() ? "(Slurm's default)" : so.partition.c_str(),
-                so.shared_dir.c_str(), so.instance.c_str());
-  }
-  if (config.capacity.provider == CapacityProvider::SimCloud) {
-    const auto pools = (*plane)->nodes()["pools"];
-    std::printf("capacity: simcloud (seed %llu), %zu pool(s)\n",
-                static_cast<unsigned long long>(config.capacity.seed), pools.size());
-    for (const auto& p : pools)
-      std::printf("  %s: %s %s %s (%d x %s, $%.4f/node-hour), %d..%d nodes\n",
-                  p["name"].get<std::string>().c_str(), p["kind"].get<std::string>().c_str(),
-                  p["provider"].get<std::string>().c_str(),
-                  p["instanceType"].get<std::string>().c_str(), p["gpusPerNode"].get<int>(),
-                  p["gpuModel"].get<std::string>().c_str(), p["pricePerNodeHour"].get<double>(),
-                  p["minNodes"].get<int>(), p["maxNodes"].get<int>());
-  }
+  if (slurm) print_slurm_executor(*slurm);
+  if (config.capacity.provider == CapacityProvider::SimCloud) print_simcloud_pools(**plane, config);
   std::fflush(stdout);
-
-  ControlPlane& cp = **plane;
-  std::thread loop([&] { cp.run_loop(); });
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    std::printf("trainyard server: %s received, stopping (jobs keep running)\n",
-                sig == SIGINT ? "SIGINT" : "SIGTERM");
-    std::fflush(stdout);
-    cp.stop();
-    api.stop();
-  });
-  api.serve();
-  cp.stop();
-  loop.join();
-  // serve() also returns when the socket fails; wake the signal thread so it can end.
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
+  serve_until_stopped(**plane, api, signals);
   return 0;
 }
 
