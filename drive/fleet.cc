@@ -103,7 +103,27 @@ std::vector<FleetEvent> Fleet::poll() {
   const util::Time now = clock_.now();
   std::vector<FleetEvent> out = std::move(injected_);
   injected_.clear();
-  // Forced reclaims whose notice has run out: give the node back as the provider would take it.
+  release_forced_reclaims(now);
+  // From just before the last poll: a release or request made after it in the same microsecond
+  // emits events at that time. Each handler checks the node's state, so every event is applied
+  // once however often it is read.
+  for (const cloud::ProviderEvent& e : provider_->poll(last_poll_ - util::Duration(1))) {
+    auto it = nodes_.find(e.request);
+    if (it == nodes_.end()) continue;  // gone already
+    FleetNode& n = it->second;
+    std::optional<FleetEvent> fe = apply_event(e, n);
+    if (!fe) continue;
+    fe->node = n;
+    if (fe->kind == FleetEvent::Kind::Gone || fe->kind == FleetEvent::Kind::Failed)
+      nodes_.erase(it);
+    out.push_back(std::move(*fe));
+  }
+  last_poll_ = now;
+  return out;
+}
+
+// Forced reclaims whose notice has run out: give the node back as the provider would take it.
+void Fleet::release_forced_reclaims(util::Time now) {
   for (auto it = forced_.begin(); it != forced_.end();) {
     if (it->second > now) {
       ++it;
@@ -113,61 +133,58 @@ std::vector<FleetEvent> Fleet::poll() {
       TY_LOG_WARN("fleet: reclaiming request {}: {}", it->first, st.message());
     it = forced_.erase(it);
   }
-  // From just before the last poll: a release or request made after it in the same microsecond
-  // emits events at that time. Each handler checks the node's state, so every event is applied
-  // once however often it is read.
-  for (const cloud::ProviderEvent& e : provider_->poll(last_poll_ - util::Duration(1))) {
-    auto it = nodes_.find(e.request);
-    if (it == nodes_.end()) continue;  // gone already
-    FleetNode& n = it->second;
-    FleetPool& pool = pools_[n.pool];
-    FleetEvent fe{.time = e.time, .reason = e.reason};
-    switch (e.kind) {
-      case cloud::ProviderEventKind::NodeReady:
-        if (n.state != FleetNodeState::Provisioning) continue;
-        n.state = FleetNodeState::Ready;
-        n.ready_at = e.time;
-        if (free_slots_.empty()) {
-          n.slot = slots_++;
-        } else {
-          n.slot = free_slots_.back();
-          free_slots_.pop_back();
-        }
-        --pool.provisioning;
-        ++pool.ready;
-        ++up_;
-        gpus_up_ += pool.pool.gpus_per_node;
-        usd_per_hour_ += n.price_per_hour;
-        fe.kind = FleetEvent::Kind::Ready;
-        break;
-      case cloud::ProviderEventKind::InterruptionNotice:
-        if (n.state != FleetNodeState::Ready) continue;
-        n.state = FleetNodeState::Noticed;
-        n.deadline = e.deadline;
-        reclaimed(pool, n.zone, e.time);
-        fe.kind = FleetEvent::Kind::Notice;
-        fe.deadline = e.deadline;
-        break;
-      case cloud::ProviderEventKind::NodeGone:
-        fe.kind = FleetEvent::Kind::Gone;
-        fe.reclaimed = n.state != FleetNodeState::Releasing || n.forced;
-        // Taken without a notice (none reached us): counted and avoided as after a notice.
-        if (fe.reclaimed && n.state != FleetNodeState::Noticed) reclaimed(pool, n.zone, e.time);
-        gone(n);
-        break;
-      case cloud::ProviderEventKind::RequestFailed:
-        fe.kind = FleetEvent::Kind::Failed;
-        ++refusals_;
-        refuse_zone(pool, n.zone, e.time, options_.refusal_backoff);
-        gone(n);
-        break;
-    }
-    fe.node = n;
-    if (fe.kind == FleetEvent::Kind::Gone || fe.kind == FleetEvent::Kind::Failed) nodes_.erase(it);
-    out.push_back(std::move(fe));
+}
+
+std::optional<FleetEvent> Fleet::apply_event(const cloud::ProviderEvent& e, FleetNode& n) {
+  FleetPool& pool = pools_[n.pool];
+  FleetEvent fe{.time = e.time, .reason = e.reason};
+  switch (e.kind) {
+    case cloud::ProviderEventKind::NodeReady:
+      if (n.state != FleetNodeState::Provisioning) return std::nullopt;
+      node_ready(n, e.time);
+      fe.kind = FleetEvent::Kind::Ready;
+      break;
+    case cloud::ProviderEventKind::InterruptionNotice:
+      if (n.state != FleetNodeState::Ready) return std::nullopt;
+      n.state = FleetNodeState::Noticed;
+      n.deadline = e.deadline;
+      reclaimed(pool, n.zone, e.time);
+      fe.kind = FleetEvent::Kind::Notice;
+      fe.deadline = e.deadline;
+      break;
+    case cloud::ProviderEventKind::NodeGone:
+      fe.kind = FleetEvent::Kind::Gone;
+      fe.reclaimed = n.state != FleetNodeState::Releasing || n.forced;
+      // Taken without a notice (none reached us): counted and avoided as after a notice.
+      if (fe.reclaimed && n.state != FleetNodeState::Noticed) reclaimed(pool, n.zone, e.time);
+      gone(n);
+      break;
+    case cloud::ProviderEventKind::RequestFailed:
+      fe.kind = FleetEvent::Kind::Failed;
+      ++refusals_;
+      refuse_zone(pool, n.zone, e.time, options_.refusal_backoff);
+      gone(n);
+      break;
   }
-  last_poll_ = now;
-  return out;
+  return fe;
+}
+
+// A provisioning node is up: it takes the slot of the node gone last (or a new one) and counts.
+void Fleet::node_ready(FleetNode& n, util::Time t) {
+  FleetPool& pool = pools_[n.pool];
+  n.state = FleetNodeState::Ready;
+  n.ready_at = t;
+  if (free_slots_.empty()) {
+    n.slot = slots_++;
+  } else {
+    n.slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  --pool.provisioning;
+  ++pool.ready;
+  ++up_;
+  gpus_up_ += pool.pool.gpus_per_node;
+  usd_per_hour_ += n.price_per_hour;
 }
 
 void Fleet::update_pools(sched::Snapshot& snap) const {

@@ -118,6 +118,12 @@ class Fleet {
   FleetNode* find_mut(const std::string& node);
   void reclaimed(FleetPool& pool, int zone, util::Time t);
   void gone(FleetNode& n);
+  // poll()'s steps.
+  void release_forced_reclaims(util::Time now);
+  // One provider event applied to its node; nullopt when the node's state shows that it was
+  // applied already (the event was read again) or does not apply.
+  std::optional<FleetEvent> apply_event(const cloud::ProviderEvent& e, FleetNode& n);
+  void node_ready(FleetNode& n, util::Time t);
 
   std::vector<FleetPool> pools_;
   cloud::ProviderPtr provider_;

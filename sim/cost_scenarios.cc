@@ -18,6 +18,63 @@ bool is_spot(const model::Pool& p) {
   return p.kind == model::PoolKind::Spot;
 }
 
+// The rows of cost-summary.json, one object per scenario.
+nlohmann::json cost_summary_json(const std::vector<CostSummary>& rows) {
+  nlohmann::json summary = nlohmann::json::array();
+  for (const auto& r : rows) {
+    summary.push_back({{"scenario", r.scenario},
+                       {"jobs", r.jobs},
+                       {"unfinished", r.unfinished},
+                       {"unfinished_by_reason", r.unfinished_by_reason},
+                       {"cost_usd", r.cost_usd},
+                       {"cost_per_job_usd", r.cost_per_job},
+                       {"avg_jct_s", r.avg_jct_s},
+                       {"p99_jct_s", r.p99_jct_s},
+                       {"billed_gpu_hours", r.billed_gpu_hours},
+                       {"idle_gpu_hours", r.idle_gpu_hours},
+                       {"lost_gpu_hours", r.lost_gpu_hours},
+                       {"lost_usd", r.lost_usd},
+                       {"interruptions", r.interruptions},
+                       {"interrupted_job_stops", r.interrupted_job_stops},
+                       {"lost_s_per_interruption", r.lost_s_per_interruption},
+                       {"restart_s_per_interruption", r.restart_s_per_interruption},
+                       {"peak_nodes", r.peak_nodes},
+                       {"showback_usd", r.showback_usd},
+                       {"stopped_at_horizon", r.stopped_at_horizon}});
+  }
+  return summary;
+}
+
+// cost-<scenario>.csv: one line per team, per pool, and the total.
+std::string cost_breakdown_csv(const cloud::CostReport& report) {
+  std::string csv = "kind,name,cost_usd,gpu_hours,idle_gpu_hours,lost_gpu_hours,lost_usd\n";
+  auto line = [&](const char* kind, const std::string& name, const cloud::CostTotals& t) {
+    csv += fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", kind, name, t.cost_usd,
+                       t.gpu_hours, t.idle_gpu_hours, t.lost_gpu_hours, t.lost_cost_usd);
+  };
+  for (const auto& [name, t] : report.teams) line("team", name, t);
+  for (const auto& [name, t] : report.pools) line("pool", name, t);
+  line("total", "", report.total);
+  return csv;
+}
+
+// The scenario's money spent and GPUs up over hours since its first timeline point, as one
+// series of each plot.
+void add_timeline_series(const SimResult& r, std::vector<Series>& cost,
+                         std::vector<Series>& fleet) {
+  Series c{r.policy, {}, {}}, n{r.policy, {}, {}};
+  const util::Time t0 = r.timeline.empty() ? util::Time{} : r.timeline.front().time;
+  for (const auto& p : r.timeline) {
+    const double h = util::to_seconds(p.time - t0) / 3600.0;
+    c.x.push_back(h);
+    c.y.push_back(p.cost_usd);
+    n.x.push_back(h);
+    n.y.push_back(p.fleet_gpus);
+  }
+  cost.push_back(std::move(c));
+  fleet.push_back(std::move(n));
+}
+
 }  // namespace
 
 util::Result<std::vector<std::shared_ptr<const CloudScenario>>> build_cost_scenarios(
@@ -173,52 +230,12 @@ util::Result<std::vector<std::string>> write_cost_report(const std::string& dir,
     written.push_back(path);
     return util::Status::ok();
   };
-  nlohmann::json summary = nlohmann::json::array();
-  for (const auto& r : rows) {
-    summary.push_back({{"scenario", r.scenario},
-                       {"jobs", r.jobs},
-                       {"unfinished", r.unfinished},
-                       {"unfinished_by_reason", r.unfinished_by_reason},
-                       {"cost_usd", r.cost_usd},
-                       {"cost_per_job_usd", r.cost_per_job},
-                       {"avg_jct_s", r.avg_jct_s},
-                       {"p99_jct_s", r.p99_jct_s},
-                       {"billed_gpu_hours", r.billed_gpu_hours},
-                       {"idle_gpu_hours", r.idle_gpu_hours},
-                       {"lost_gpu_hours", r.lost_gpu_hours},
-                       {"lost_usd", r.lost_usd},
-                       {"interruptions", r.interruptions},
-                       {"interrupted_job_stops", r.interrupted_job_stops},
-                       {"lost_s_per_interruption", r.lost_s_per_interruption},
-                       {"restart_s_per_interruption", r.restart_s_per_interruption},
-                       {"peak_nodes", r.peak_nodes},
-                       {"showback_usd", r.showback_usd},
-                       {"stopped_at_horizon", r.stopped_at_horizon}});
-  }
-  TY_RETURN_IF_ERROR(put("cost-summary.json", summary.dump(2) + "\n"));
+  TY_RETURN_IF_ERROR(put("cost-summary.json", cost_summary_json(rows).dump(2) + "\n"));
   std::vector<Series> cost, fleet;
   for (const auto& r : results) {
     if (!r.cost) continue;
-    std::string csv = "kind,name,cost_usd,gpu_hours,idle_gpu_hours,lost_gpu_hours,lost_usd\n";
-    auto line = [&](const char* kind, const std::string& name, const cloud::CostTotals& t) {
-      csv += fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", kind, name, t.cost_usd,
-                         t.gpu_hours, t.idle_gpu_hours, t.lost_gpu_hours, t.lost_cost_usd);
-    };
-    for (const auto& [name, t] : r.cost->teams) line("team", name, t);
-    for (const auto& [name, t] : r.cost->pools) line("pool", name, t);
-    line("total", "", r.cost->total);
-    TY_RETURN_IF_ERROR(put(fmt::format("cost-{}.csv", r.policy), csv));
-    Series c{r.policy, {}, {}}, n{r.policy, {}, {}};
-    const util::Time t0 = r.timeline.empty() ? util::Time{} : r.timeline.front().time;
-    for (const auto& p : r.timeline) {
-      const double h = util::to_seconds(p.time - t0) / 3600.0;
-      c.x.push_back(h);
-      c.y.push_back(p.cost_usd);
-      n.x.push_back(h);
-      n.y.push_back(p.fleet_gpus);
-    }
-    cost.push_back(std::move(c));
-    fleet.push_back(std::move(n));
+    TY_RETURN_IF_ERROR(put(fmt::format("cost-{}.csv", r.policy), cost_breakdown_csv(*r.cost)));
+    add_timeline_series(r, cost, fleet);
   }
   TY_RETURN_IF_ERROR(
       put("cost-over-time.svg", render_line_chart(cost, {.title = "Money spent over time",
