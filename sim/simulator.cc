@@ -143,61 +143,80 @@ class Simulation {
       rounds_at_now = now == previous ? rounds_at_now + 1 : 0;
       previous = now;
       TY_RETURN_IF_ERROR(watchdog(now, rounds_at_now));
-      const double dt = static_cast<double>((now - last_time_).count());
-      allocated_gpu_us_ +=
-          static_cast<double>(occupancy_->allocated_milli()) / model::kMilliPerGpu * dt;
-      if (fleet_) {
-        cost_usd_ += fleet_->usd_per_hour() * dt / 3.6e9;
-      }
-      last_time_ = now;
-      if (usage_) account_usage(now);
-      bool changed = false;
-      do {
-        while (!events_.empty() && events_.top().time == now) {
-          changed |= handle(events_.pop(), now, &r);
-        }
-        if (fleet_) {
-          auto c = poll_fleet(now);
-          if (!c.is_ok()) return c.status();
-          changed |= *c;
-        }
-      } while (!events_.empty() && events_.top().time == now);
+      advance_to(now);
+      TY_ASSIGN_OR_RETURN(const bool changed, handle_events_at(now, &r));
       if (changed) TY_RETURN_IF_ERROR(decide(now, &r));
-      TimelinePoint p{now, occupancy_->allocated_milli(), pending_, running_};
-      if (fleet_) {
-        p.nodes = fleet_->nodes_up();
-        p.fleet_gpus = fleet_->gpus_up();
-        p.cost_usd = cost_usd_;
-        r.peak_nodes = std::max(r.peak_nodes, p.nodes);
-        r.capacity_milli =
-            std::max<int64_t>(r.capacity_milli, int64_t{p.fleet_gpus} * model::kMilliPerGpu);
-      }
-      r.timeline.push_back(p);
+      record_timeline(now, &r);
       if (fleet_ && finished_ == static_cast<int64_t>(jobs_.size())) break;
     }
-    if (fleet_) {
-      fleet_->close(now);
-      r.cost = fleet_->ledger().report();
-      TY_RETURN_IF_ERROR(fleet_->ledger().check_balanced());
-      r.interruptions = fleet_->interruptions();
-      r.billed_gpu_hours = r.cost->total.gpu_hours;
-    }
-    for (SimJob& j : jobs_) {
-      r.interrupted_stops += j.outcome.interruptions;
-      r.interruption_lost_work += j.outcome.interruption_lost_work;
-      r.interruption_restart += j.outcome.interruption_restart;
-      if (j.phase == Phase::Done) {
-        r.jobs.push_back(j.outcome);
-      } else {
-        ++r.unfinished;
-        ++r.unfinished_by_reason[unfinished_reason(j)];
-      }
-    }
-    r.allocated_gpu_seconds = allocated_gpu_us_ / 1e6;
+    TY_RETURN_IF_ERROR(close_books(now, &r));
     return r;
   }
 
  private:
+  // Accrues GPU-time allocated and the fleet's bill up to `now`.
+  void advance_to(Time now) {
+    const double dt = static_cast<double>((now - last_time_).count());
+    allocated_gpu_us_ +=
+        static_cast<double>(occupancy_->allocated_milli()) / model::kMilliPerGpu * dt;
+    if (fleet_) cost_usd_ += fleet_->usd_per_hour() * dt / 3.6e9;
+    last_time_ = now;
+    if (usage_) account_usage(now);
+  }
+
+  // Every event at `now`, including the fleet's and those they cause at the same time; whether
+  // any changed what the scheduler should look at.
+  util::Result<bool> handle_events_at(Time now, SimResult* r) {
+    bool changed = false;
+    do {
+      while (!events_.empty() && events_.top().time == now) {
+        changed |= handle(events_.pop(), now, r);
+      }
+      if (fleet_) {
+        TY_ASSIGN_OR_RETURN(const bool fleet_changed, poll_fleet(now));
+        changed |= fleet_changed;
+      }
+    } while (!events_.empty() && events_.top().time == now);
+    return changed;
+  }
+
+  void record_timeline(Time now, SimResult* r) {
+    TimelinePoint p{now, occupancy_->allocated_milli(), pending_, running_};
+    if (fleet_) {
+      p.nodes = fleet_->nodes_up();
+      p.fleet_gpus = fleet_->gpus_up();
+      p.cost_usd = cost_usd_;
+      r->peak_nodes = std::max(r->peak_nodes, p.nodes);
+      r->capacity_milli =
+          std::max<int64_t>(r->capacity_milli, int64_t{p.fleet_gpus} * model::kMilliPerGpu);
+    }
+    r->timeline.push_back(p);
+  }
+
+  // The fleet's bill closed and checked, and every job's outcome (or why it did not finish).
+  util::Status close_books(Time now, SimResult* r) {
+    if (fleet_) {
+      fleet_->close(now);
+      r->cost = fleet_->ledger().report();
+      TY_RETURN_IF_ERROR(fleet_->ledger().check_balanced());
+      r->interruptions = fleet_->interruptions();
+      r->billed_gpu_hours = r->cost->total.gpu_hours;
+    }
+    for (SimJob& j : jobs_) {
+      r->interrupted_stops += j.outcome.interruptions;
+      r->interruption_lost_work += j.outcome.interruption_lost_work;
+      r->interruption_restart += j.outcome.interruption_restart;
+      if (j.phase == Phase::Done) {
+        r->jobs.push_back(j.outcome);
+      } else {
+        ++r->unfinished;
+        ++r->unfinished_by_reason[unfinished_reason(j)];
+      }
+    }
+    r->allocated_gpu_seconds = allocated_gpu_us_ / 1e6;
+    return util::Status::ok();
+  }
+
   static std::string unfinished_reason(const SimJob& j) {
     switch (j.phase) {
       case Phase::Running:
