@@ -64,7 +64,7 @@ the last steps' loss and (learn) on the held-out loss, and PowerSGD sends >= 10x
 Long runs, for the questions above (each also trains the uncompressed reference; --one-process
 simulates the 2 ranks in one process, the same computation up to rounding, without gloo):
 
-    ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos        # ~40 min loaded
+    ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos   # ~1 h on loaded cores
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --steps 1500 --start-iter 30
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --no-error-feedback
 """
