@@ -179,33 +179,20 @@ util::Status insert_jobs_and_key(store::Store& s, std::vector<NewJob>& jobs,
   return util::Status::ok();
 }
 
-// The control plane's jobs in memory (under its mutex), which a submission's jobs join.
-struct JobsInMemory {
-  std::map<util::JobId, ActiveJob>& active;
-  std::set<util::JobId>& cancel_before_insert;
-  std::set<std::string>& teams_seen;
-};
-
 // The committed jobs join memory, where the next cycle finds them, except those a cancel
 // reached first (committed as cancelled: see ControlPlane::cancel). The reply shows the first
-// job and, for an array, its number of tasks and the last one's id.
+// job and, for an array, its number of tasks and the last one's id. Under the plane's mutex.
 template <typename JobViewOf>
 model::SubmitReplyView add_to_memory(std::vector<NewJob>& jobs, bool array,
-                                     const std::vector<util::JobId>& deps, JobsInMemory memory,
+                                     const std::vector<util::JobId>& deps, JobBook& book,
                                      const JobViewOf& job_view) {
   std::optional<model::SubmitReplyView> out;
   for (NewJob& nj : jobs) {
     const store::JobRecord& rec = nj.rec;
-    memory.teams_seen.insert(rec.team);
-    model::JobView j;
-    if (!memory.cancel_before_insert.erase(rec.id)) {
-      ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = deps};
-      job.wait_reason = "not yet examined by the scheduler";
-      auto [it, inserted] = memory.active.emplace(rec.id, std::move(job));
-      j = job_view(&it->second, it->second.rec);
-    } else {
-      j = job_view(nullptr, rec);
-    }
+    ActiveJob job{.rec = rec, .manifest = std::move(nj.manifest), .depends_on = deps};
+    job.wait_reason = "not yet examined by the scheduler";
+    const ActiveJob* in = book.admit(std::move(job));
+    model::JobView j = in ? job_view(in, in->rec) : job_view(nullptr, rec);
     if (!out) out = model::SubmitReplyView{.job = std::move(j)};
   }
   if (array) {
@@ -234,7 +221,7 @@ util::Result<std::vector<util::JobId>> ControlPlane::resolve_dependencies(
     std::optional<util::JobId> found;
     {
       util::MutexLock lock(mu_);
-      for (auto it = active_.rbegin(); it != active_.rend() && !found; ++it) {
+      for (auto it = jobs_.active().rbegin(); it != jobs_.active().rend() && !found; ++it) {
         if (it->second.rec.name == dep && it->second.rec.team == team) found = it->first;
       }
     }
@@ -263,7 +250,8 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
     std::optional<JobAsShown> job;
     {
       util::MutexLock lock(mu_);
-      job = job_in_memory(active_, first.job, std::bind_front(&ControlPlane::job_view, this));
+      job =
+          job_in_memory(jobs_.active(), first.job, std::bind_front(&ControlPlane::job_view, this));
     }
     if (!job) {
       TY_ASSIGN_OR_RETURN(store::JobRecord rec, load_record(first.job));
@@ -301,10 +289,8 @@ util::Result<nlohmann::json> ControlPlane::submit(std::string_view body, std::st
       [&](store::Store& s) { return insert_jobs_and_key(s, jobs, key, winner, who.name, now); }));
   if (winner) return replay(*winner);
   util::UniqueLock lock(mu_);
-  const model::SubmitReplyView out = add_to_memory(
-      jobs, !m.array.empty(), *deps,
-      {.active = active_, .cancel_before_insert = cancel_before_insert_, .teams_seen = teams_seen_},
-      std::bind_front(&ControlPlane::job_view, this));
+  const model::SubmitReplyView out = add_to_memory(jobs, !m.array.empty(), *deps, jobs_,
+                                                   std::bind_front(&ControlPlane::job_view, this));
   wake_ = true;
   loop_cv_.notify_all();
   lock.unlock();
@@ -375,13 +361,13 @@ util::Result<nlohmann::json> ControlPlane::cancel(util::JobId id, const Principa
   nlohmann::json out;
   {
     util::MutexLock lock(mu_);
-    auto it = active_.find(id);
-    if (it == active_.end()) {
+    auto it = jobs_.active().find(id);
+    if (it == jobs_.active().end()) {
       if (model::is_terminal(rec.state))
         return util::failed_precondition(fmt::format("job {} has already ended ({})", id.value(),
                                                      model::job_state_name(rec.state)));
       // Committed by a submission that has not reached memory yet.
-      cancel_before_insert_.insert(id);
+      jobs_.cancel_before_admit(id);
       ActiveJob tmp{.rec = rec};
       transition(tmp, model::JobState::Cancelled, fmt::format("cancelled by {}", who.name), tx);
       out = job_json(nullptr, tmp.rec);
@@ -391,8 +377,7 @@ util::Result<nlohmann::json> ControlPlane::cancel(util::JobId id, const Principa
       if (job.rec.state == model::JobState::Pending) {
         transition(job, model::JobState::Cancelled, reason, tx);
         out = job_json(&job, job.rec);
-        finished_[id] = job.rec.state;
-        active_.erase(it);
+        jobs_.retire(it);
       } else if (job.stop != StopCause::Cancel) {
         begin_stop(job, StopCause::Cancel, reason, tx);
         out = job_json(&job, job.rec);

@@ -3,12 +3,14 @@
 // Anonymous requests act as admin only when the server allows it (loopback, auth not required).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "util/ids.h"
 #include "util/status.h"
+#include "util/thread_annotations.h"
 
 namespace trainyard::server {
 
@@ -35,5 +37,25 @@ std::string bearer_token(std::string_view authorization_header);
 // the server allows that). A header that is present but empty, of another scheme or without a
 // token is Unauthenticated: such a request meant to authenticate and must not pass as anonymous.
 util::Result<std::string> request_token(std::optional<std::string_view> authorization_header);
+
+// Principals of tokens already found in the store, by the token's hash. It has its own lock so
+// that authenticating a request never waits for a reconcile cycle to finish.
+class TokenCache {
+ public:
+  std::optional<Principal> find(const std::string& hash) const TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
+    auto it = by_hash_.find(hash);
+    if (it == by_hash_.end()) return std::nullopt;
+    return it->second;
+  }
+  void put(const std::string& hash, const Principal& who) TY_EXCLUDES(mu_) {
+    util::MutexLock lock(mu_);
+    by_hash_[hash] = who;
+  }
+
+ private:
+  mutable util::Mutex mu_;
+  std::map<std::string, Principal> by_hash_ TY_GUARDED_BY(mu_);
+};
 
 }  // namespace trainyard::server

@@ -48,7 +48,7 @@ void ControlPlane::fleet_node_noticed(const FleetEvent& e, Tx& tx) {
   if (node == nullptr) return;  // still provisioning: it never ran anything
   node->node.state = model::NodeState::Draining;
   const util::Duration grace = std::max(util::Duration{0}, e.deadline - clock_.now());
-  for (auto& [id, job] : active_) {
+  for (auto& [id, job] : jobs_.active()) {
     if (!placed_on(job.placement, node->node.id) || job.workers.empty()) continue;
     job.interrupted_node = node->node.name;
     begin_stop(job, StopCause::Preempt,
@@ -68,7 +68,7 @@ void ControlPlane::fleet_node_gone(const FleetEvent& e, Tx& tx) {
   node->node.state = model::NodeState::Gone;
   if (auto st = cost_.node_down(name, e.time); !st.is_ok()) TY_LOG_WARN("cost: {}", st.message());
   // Workers still on it died with the machine; their job is requeued, not failed.
-  for (auto& [id, job] : active_) {
+  for (auto& [id, job] : jobs_.active()) {
     if (!placed_on(job.placement, node->node.id)) continue;
     if (job.stop == StopCause::None && !job.workers.empty()) {
       job.interrupted_node = name;
@@ -87,7 +87,7 @@ void ControlPlane::remove_gone_nodes() {
   for (const LocalNode& n : nodes_) {
     if (n.node.state != model::NodeState::Gone) continue;
     bool held = false;  // its jobs end first (their workers were killed)
-    for (const auto& [id, job] : active_) held = held || placed_on(job.placement, n.node.id);
+    for (const auto& [id, job] : jobs_.active()) held = held || placed_on(job.placement, n.node.id);
     if (!held) gone.push_back(n.node.id);
   }
   for (util::NodeId id : gone) nodes_.remove(id);
@@ -105,14 +105,14 @@ void ControlPlane::apply_capacity(const sched::Plan& plan, const sched::Snapshot
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     TY_LOG_INFO("fleet: requested {} in {} for job {}", list, zone, up.for_job.value());
-    auto it = active_.find(up.for_job);
-    if (it == active_.end()) continue;
+    const ActiveJob* job = jobs_.find(up.for_job);
+    if (job == nullptr) continue;
     tx.events.push_back(
         {.job = up.for_job,
          .at = now,
          .type = "ScaleUp",
-         .to_state = std::string(model::job_state_name(it->second.rec.state)),
-         .attempt = it->second.rec.attempt,
+         .to_state = std::string(model::job_state_name(job->rec.state)),
+         .attempt = job->rec.attempt,
          .reason = fmt::format("requested node {} from pool {} ({} {}, zone {}, ${:.4f}/h)", list,
                                pool.pool.name,
                                pool.pool.kind == model::PoolKind::Spot ? "spot" : "on-demand",
@@ -128,7 +128,7 @@ void ControlPlane::apply_capacity(const sched::Plan& plan, const sched::Snapshot
     bool used = false;  // a start of this very plan may land on it
     for (const auto& s : plan.starts)
       for (const auto& a : s.placement) used = used || a.node_idx == r.node_idx;
-    for (const auto& [id, job] : active_) used = used || placed_on(job.placement, n.node.id);
+    for (const auto& [id, job] : jobs_.active()) used = used || placed_on(job.placement, n.node.id);
     if (used) continue;
     if (auto st = fleet_->release(n.node.name); !st.is_ok()) {
       TY_LOG_WARN("fleet: releasing {}: {}", n.node.name, st.message());

@@ -222,7 +222,7 @@ nlohmann::json ControlPlane::nodes() const {
   util::MutexLock lock(mu_);
   model::NodeListView out;
   for (size_t idx = 0; idx < nodes_.size(); ++idx)
-    out.items.push_back(node_view(nodes_[idx], active_));
+    out.items.push_back(node_view(nodes_[idx], jobs_.active()));
   if (fleet_) {
     add_provisioning_nodes(*fleet_, out);
     add_pools(*fleet_, out);
@@ -234,16 +234,16 @@ nlohmann::json ControlPlane::queues(const Principal& who) const {
   const std::vector<model::Team>& teams = options_.config.teams;
   std::map<std::string, QueueRow> rows = configured_rows(teams);
   util::MutexLock lock(mu_);
-  for (const auto& team : teams_seen_) rows[team];
-  count_jobs(active_, rows);
+  for (const auto& team : jobs_.teams()) rows[team];
+  count_jobs(jobs_.active(), rows);
   // Where each team stands (queue_standing.h): a snapshot of the nodes, the teams and the
   // running jobs' placements.
   sched::Snapshot snap;
   snap.now = clock_.now();
   if (fleet_) fleet_->add_pools(snap);
   for (const auto& n : nodes_) sched::add_node(snap, n.node);
-  add_standing_teams(snap, teams, active_, rows, usage_, usage_teams_);
-  add_running_jobs(snap, active_, nodes_);
+  add_standing_teams(snap, teams, jobs_.active(), rows, usage_, usage_teams_);
+  add_running_jobs(snap, jobs_.active(), nodes_);
   const auto traits = sched::find_policy(options_.config.policy.name);
   std::map<std::string, model::QueueStandingView> standing =
       queue_standing(snap, traits.is_ok() && traits->order == sched::QueueOrderKind::DominantShare);

@@ -243,11 +243,7 @@ util::Result<Principal> ControlPlane::authenticate(const std::string& token,
                         "one with `trainyard token create --team TEAM`)");
   }
   const std::string hash = hash_token(token);
-  {
-    util::MutexLock lock(mu_);
-    auto it = token_cache_.find(hash);
-    if (it != token_cache_.end()) return it->second;
-  }
+  if (auto known = tokens_.find(hash)) return *known;
   std::optional<store::TokenRecord> rec;
   {
     util::MutexLock lock(reader_mu_);
@@ -257,8 +253,7 @@ util::Result<Principal> ControlPlane::authenticate(const std::string& token,
     return util::Status(util::StatusCode::Unauthenticated,
                         "the token is not valid (unknown or revoked); check TRAINYARD_TOKEN");
   Principal p{.admin = rec->admin, .team = rec->team, .name = rec->name};
-  util::MutexLock lock(mu_);
-  token_cache_[hash] = p;
+  tokens_.put(hash, p);
   return p;
 }
 

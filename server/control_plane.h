@@ -4,11 +4,16 @@
 // acknowledged or acted on, so a restarted server picks up where the last one stopped:
 // running workers are re-adopted, lost ones are retried. Time comes only from the Clock.
 //
+// The state is kept in parts, each with one job: the jobs (JobBook jobs_), the nodes and who
+// is placed where (NodeBook nodes_), cost (CostKeeping cost_), the cloud fleet (Fleet), start
+// estimates (StartEstimator); the reconcile cycle (reconcile.cc) reads as numbered phases.
 // Thread-safe: API calls come from the HTTP threads, reconcile_once() from the loop thread.
-// mu_ guards the in-memory state; the GroupCommitter serializes writes to the store; reads of
-// finished jobs use a second, read-only store connection guarded by reader_mu_ (taken after mu_
-// when both are held). Checked by clang's -Wthread-safety: fields say TY_GUARDED_BY, helpers
-// that run under mu_ say TY_REQUIRES(mu_), entry points that take it TY_EXCLUDES(mu_).
+// mu_ guards those parts; tokens (TokenCache) and step progress (ProgressCache) have their own
+// locks, so authenticating a request never waits for a cycle; the GroupCommitter serializes
+// writes to the store; reads of finished jobs use a second, read-only store connection guarded
+// by reader_mu_ (taken after mu_ when both are held). Checked by clang's -Wthread-safety: fields
+// say TY_GUARDED_BY, helpers that run under mu_ say TY_REQUIRES(mu_), entry points that take it
+// TY_EXCLUDES(mu_).
 #pragma once
 
 #include <condition_variable>
@@ -16,7 +21,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -34,8 +38,10 @@
 #include "server/auth.h"
 #include "server/batch_gpu_sampler.h"
 #include "server/config.h"
+#include "server/control_plane_options.h"
 #include "server/cost_keeping.h"
 #include "server/group_commit.h"
+#include "server/job_book.h"
 #include "server/local_node.h"
 #include "server/metrics.h"
 #include "server/node_book.h"
@@ -55,37 +61,6 @@ struct FleetEvent;
 namespace trainyard::server {
 
 class Fleet;
-
-struct ControlPlaneOptions {
-  std::filesystem::path state_dir;  // jobs/<id>/attempt-<n>/rank-<r>/, checkpoints/<id>/
-  std::filesystem::path db_path;    // empty = state_dir/state.db
-  ServerConfig config;
-  // Run each team's workers as its own user (config.workers). nullopt: when this process is
-  // root, the only case in which it can.
-  std::optional<bool> isolate_workers;
-  // Where jobs/ (run dirs, logs) and checkpoints/ live; empty = state_dir. The Slurm executor's
-  // shared directory, so every node reaches them.
-  std::filesystem::path work_dir;
-  // The executor when it is a Slurm cluster's: nodes come from it and refresh every cycle.
-  exec::SlurmExecutor* slurm = nullptr;
-  // With `slurm`: the sampler that reads the wrappers' GPU readings, told who runs where after
-  // every cycle (record_telemetry_from() makes the recorder use it).
-  BatchGpuSampler* batch_sampler = nullptr;
-};
-
-// Which part of a log to read (`logs --since/--tail`): lines that arrived at `since_time`, or
-// in the last `since_seconds` (-1: no limit), then of those the last `tail_lines` (-1: all).
-struct LogWindow {
-  std::optional<util::Time> since_time;
-  int64_t since_seconds = -1;
-  int64_t tail_lines = -1;
-};
-
-struct LogChunk {
-  std::string data;
-  int64_t next_offset = 0;
-  bool complete = false;  // the attempt has ended and everything was read
-};
 
 class ControlPlane {
  public:
@@ -227,7 +202,6 @@ class ControlPlane {
  private:
   ControlPlane(const ControlPlaneOptions& options, exec::Executor& executor,
                const util::Clock& clock);
-  struct Tx;
   // hold() and release(): sets a job's hold and commits it with a Held/Released event
   // (job_control.cc).
   util::Result<nlohmann::json> set_held(util::JobId id, const Principal& who, bool held)
@@ -274,7 +248,9 @@ class ControlPlane {
   void begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx,
                   std::optional<util::Time> deadline = std::nullopt) TY_REQUIRES(mu_);
   void transition(ActiveJob& job, model::JobState to, const std::string& reason, Tx& tx)
-      TY_REQUIRES(mu_);
+      TY_REQUIRES(mu_) {
+    jobs_.transition(job, to, reason, tx);
+  }
   void start_job(ActiveJob& job, Placement placement, Tx& tx) TY_REQUIRES(mu_);
 
   // The scheduler's view of this cycle (plan_apply.cc): pools, nodes and teams, then every job
@@ -386,13 +362,9 @@ class ControlPlane {
   std::unique_ptr<ProgressCache> progress_ = std::make_unique<ProgressCache>();
 
   mutable util::Mutex mu_;
-  std::map<util::JobId, ActiveJob> active_ TY_GUARDED_BY(mu_);
-  std::map<util::JobId, model::JobState> finished_ TY_GUARDED_BY(mu_);  // cache for deps
-  std::set<util::JobId> cancel_before_insert_ TY_GUARDED_BY(mu_);
-  std::set<std::string> teams_seen_ TY_GUARDED_BY(mu_);  // for queues()
-  // hash -> principal
-  mutable std::map<std::string, Principal> token_cache_ TY_GUARDED_BY(mu_);
-  std::condition_variable loop_cv_;  // with mu_: wake_ or stopping_ became true
+  JobBook jobs_ TY_GUARDED_BY(mu_){clock_};  // the jobs not ended, and what ended
+  mutable TokenCache tokens_;                // own lock
+  std::condition_variable loop_cv_;          // with mu_: wake_ or stopping_ became true
   bool wake_ TY_GUARDED_BY(mu_) = false;
   bool stopping_ TY_GUARDED_BY(mu_) = false;
   // Fair share with decay (policy.fair.usage_half_life > 0): past usage per team name, in

@@ -73,7 +73,7 @@ util::Time period_start(util::Time now, model::Team::BudgetPeriod period) {
 
 void ControlPlane::update_cost_shares() {
   std::map<std::string, std::map<std::string, cloud::CostShare>> held;  // node -> job -> share
-  for (const auto& [id, job] : active_) {
+  for (const auto& [id, job] : jobs_.active()) {
     for (const Placed& a : job.placement) {
       const LocalNode* node = nodes_.find(a.node);
       if (node == nullptr) continue;

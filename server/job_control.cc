@@ -75,12 +75,12 @@ util::Result<nlohmann::json> ControlPlane::set_held(util::JobId id, const Princi
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   util::MutexLock lock(mu_);
-  auto it = active_.find(id);
-  if (it == active_.end()) {
+  ActiveJob* in = jobs_.find(id);
+  if (in == nullptr) {
     TY_RETURN_IF_ERROR(require_pending(rec, false, verb, ""));
     return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
   }
-  ActiveJob& job = it->second;
+  ActiveJob& job = *in;
   if (held) {
     TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), verb,
                                        "a hold keeps a job from starting; `trainyard cancel` "
@@ -114,12 +114,12 @@ util::Result<nlohmann::json> ControlPlane::update(util::JobId id, std::string_vi
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   util::MutexLock lock(mu_);
-  auto it = active_.find(id);
-  if (it == active_.end()) {
+  ActiveJob* in = jobs_.find(id);
+  if (in == nullptr) {
     TY_RETURN_IF_ERROR(require_pending(rec, false, "updated", ""));
     return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
   }
-  ActiveJob& job = it->second;
+  ActiveJob& job = *in;
   TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), "updated",
                                      "the priority class orders jobs waiting to start"));
   model::JobSpec& spec = job.manifest.spec;
@@ -161,7 +161,7 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
   util::MutexLock lock(mu_);
   const std::string reason =
       fmt::format("cancelled with array {} by {}", array_id.value(), who.name);
-  for (auto it = active_.lower_bound(array_id); it != active_.end();) {
+  for (auto it = jobs_.active().lower_bound(array_id); it != jobs_.active().end();) {
     ActiveJob& job = it->second;
     if (job.rec.array_job_id != array_id) {
       ++it;
@@ -170,8 +170,7 @@ util::Result<nlohmann::json> ControlPlane::cancel_array(util::JobId array_id,
     if (job.rec.state == model::JobState::Pending && job.workers.empty()) {
       transition(job, model::JobState::Cancelled, reason, tx);
       out.cancelled.push_back(it->first.value());
-      finished_[it->first] = job.rec.state;
-      it = active_.erase(it);
+      it = jobs_.retire(it);
       continue;
     }
     if (job.stop != StopCause::Cancel) begin_stop(job, StopCause::Cancel, reason, tx);

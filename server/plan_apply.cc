@@ -2,6 +2,7 @@
 // starts. Starts are committed as Placed (with their GPUs) before any worker is launched.
 #include <fmt/format.h>
 
+#include "drive/job_history.h"
 #include "exec/checkpoint_reader.h"
 #include "model/accelerator.h"
 #include "sched/decayed_usage.h"
@@ -28,8 +29,8 @@ sched::Snapshot ControlPlane::build_snapshot(std::vector<util::JobId>& backing_o
   sched::Snapshot snap;
   snap.now = now;
   add_capacity(snap);
-  PendingGates gates(active_);
-  for (auto& [id, job] : active_) {
+  PendingGates gates(jobs_.active());
+  for (auto& [id, job] : jobs_.active()) {
     if (job.workers.empty() && job.rec.not_before > now) {
       backing_off.push_back(id);
       continue;
@@ -58,7 +59,7 @@ void ControlPlane::add_capacity(sched::Snapshot& snap) {
     sched::add_team(snap, t);
     if (auto left = cost_.budget_left(t.name)) snap.teams.back().budget_left = *left;
   }
-  for (const auto& [id, job] : active_) {
+  for (const auto& [id, job] : jobs_.active()) {
     if (sched::find_team(snap, job.rec.team) < 0)
       sched::add_team(snap, model::Team{.name = job.rec.team});
   }
@@ -75,16 +76,14 @@ sched::SnapshotJob ControlPlane::snapshot_job(const sched::Snapshot& snap, Activ
   sj.attained_gpu_time = job.rec.attained_gpu_time;
   // What is left of the job's own time limit: the server's estimate of its remaining run time
   // (the simulator knows it), which srtf orders by. Unknown without a limit.
-  if (sj.runtime_limit > util::Duration(0)) {
-    sj.remaining = running ? std::max(util::Duration(0), sj.runtime_limit - (now - job.rec.started))
-                           : sj.runtime_limit;
-  }
+  if (sj.runtime_limit > util::Duration(0))
+    sj.remaining =
+        drive::remaining(sj.runtime_limit, running ? now - job.rec.started : util::Duration(0));
   if (!running) {
     // How long its last attempt ran, as the simulator sets it: Tiresias promotes a job that
     // has waited starvation_factor times that long.
-    if (job.rec.attempt > 1 && job.rec.started > util::kEpoch &&
-        job.rec.queued_since > job.rec.started)
-      sj.last_run = job.rec.queued_since - job.rec.started;
+    if (job.rec.attempt > 1 && job.rec.started > util::kEpoch)
+      sj.last_run = drive::attempt_length(job.rec.started, job.rec.queued_since);
     for (auto dep : job.depends_on) {
       const auto state = dependency_state(dep);
       if (state && *state == model::JobState::Succeeded) continue;
@@ -106,7 +105,8 @@ sched::SnapshotJob ControlPlane::snapshot_job(const sched::Snapshot& snap, Activ
     }
   }
   sj.last_checkpoint = job.last_checkpoint;
-  sj.attained_gpu_time += (now - job.rec.started) * sj.gpu_share().value() / 1000;
+  sj.attained_gpu_time = drive::attained_service(job.rec.attained_gpu_time, job.rec.started,
+                                                 drive::attempt_milli(sj.worker, sj.workers), now);
   return sj;
 }
 
@@ -152,19 +152,19 @@ void ControlPlane::apply_plan(Tx& tx) {
   }
 #endif
   for (auto id : backing_off) {
-    auto& job = active_.at(id);
+    auto& job = jobs_.active().at(id);
     job.wait_reason = fmt::format("backing off after a failure; next try at {}",
                                   util::format_time(job.rec.not_before));
   }
-  start_estimator_.explain(active_, snap, plan, options_.config.policy);
+  start_estimator_.explain(jobs_.active(), snap, plan, options_.config.policy);
   apply_preemptions(plan, tx);
   if (fleet_) apply_capacity(plan, snap, tx);
   std::vector<ActiveJob*> started;
   for (const auto& s : plan.starts) {
-    auto it = active_.find(s.job);
-    if (it == active_.end()) continue;
-    start_job(it->second, nodes_.to_placed(s.placement), tx);
-    started.push_back(&it->second);
+    ActiveJob* job = jobs_.find(s.job);
+    if (job == nullptr) continue;
+    start_job(*job, nodes_.to_placed(s.placement), tx);
+    started.push_back(job);
   }
   if (started.empty()) return;
   (void)commit(tx);  // Placed is durable before any process exists
@@ -173,8 +173,8 @@ void ControlPlane::apply_plan(Tx& tx) {
 
 void ControlPlane::apply_preemptions(const sched::Plan& plan, Tx& tx) {
   for (const auto& p : plan.preemptions) {
-    auto it = active_.find(p.job);
-    if (it == active_.end() || it->second.stop != StopCause::None) continue;
+    auto it = jobs_.active().find(p.job);
+    if (it == jobs_.active().end() || it->second.stop != StopCause::None) continue;
     const int64_t grace_s = it->second.manifest.checkpoint.grace_period.count() / 1000000;
     begin_stop(it->second, StopCause::Preempt,
                p.for_job == util::kNoJob

@@ -115,7 +115,7 @@ void add_page_links(model::JobListView& out, const store::JobFilter& filter, boo
 util::Result<store::JobRecord> ControlPlane::load_record(util::JobId id) {
   {
     util::MutexLock lock(mu_);
-    if (auto it = active_.find(id); it != active_.end()) return it->second.rec;
+    if (const ActiveJob* job = jobs_.find(id)) return job->rec;
   }
   util::MutexLock lock(reader_mu_);
   TY_ASSIGN_OR_RETURN(auto rec, reader_->get_job(id));
@@ -155,10 +155,9 @@ util::Result<nlohmann::json> ControlPlane::get_job(util::JobId id, const Princip
   store::JobRecord rec;
   {
     util::MutexLock lock(mu_);
-    auto it = active_.find(id);
-    if (it != active_.end()) {
-      rec = it->second.rec;
-      job = job_view(&it->second, rec);
+    if (const ActiveJob* active = jobs_.find(id)) {
+      rec = active->rec;
+      job = job_view(active, rec);
     }
   }
   if (!job) {
@@ -268,12 +267,11 @@ util::Result<model::JobListView> ControlPlane::list_page(store::JobFilter filter
   std::vector<std::pair<size_t, util::JobId>> stale;
   util::UniqueLock lock(mu_);
   for (const auto& r : recs) {
-    auto it = active_.find(r.id);
+    const ActiveJob* active = jobs_.find(r.id);
     // Memory may be a moment ahead of the store (a commit in flight); show the newer one.
-    if (it == active_.end() && !model::is_terminal(r.state))
+    if (active == nullptr && !model::is_terminal(r.state))
       stale.emplace_back(out.items.size(), r.id);
-    out.items.push_back(it != active_.end() ? job_view(&it->second, it->second.rec)
-                                            : job_view(nullptr, r));
+    out.items.push_back(active ? job_view(active, active->rec) : job_view(nullptr, r));
   }
   lock.unlock();  // progress may read metrics files
   for (const auto& [index, id] : stale) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "drive/job_history.h"
 #include "sched/plan.h"
 #include "server/control_plane.h"
 #include "server/tx.h"
@@ -81,34 +82,6 @@ util::Status ControlPlane::commit(Tx& tx) {
   return st;
 }
 
-void ControlPlane::transition(ActiveJob& job, model::JobState to, const std::string& reason,
-                              Tx& tx) {
-  const model::JobState from = job.rec.state;
-  TY_CHECK_MSG(model::is_transition_allowed(from, to),
-               fmt::format("job {}: {} -> {}", job.rec.id.value(), model::job_state_name(from),
-                           model::job_state_name(to)));
-  const util::Time now = clock_.now();
-  const int attempt = job.rec.attempt;
-  job.rec.state = to;
-  job.rec.reason = reason;
-  job.rec.updated = now;
-  if (to == model::JobState::Pending && from != model::JobState::Admitted) {
-    job.rec.attempt += 1;
-    job.rec.queued_since = now;
-  }
-  // A requeued job holds no GPUs; an ended one keeps where its last attempt ran (show, ls).
-  if (to == model::JobState::Pending) job.rec.placement_json.clear();
-  if (model::is_terminal(to)) job.rec.finished = now;
-  tx.jobs.push_back(job.rec);
-  tx.events.push_back({.job = job.rec.id,
-                       .at = now,
-                       .type = "Transition",
-                       .from_state = std::string(model::job_state_name(from)),
-                       .to_state = std::string(model::job_state_name(to)),
-                       .attempt = attempt,
-                       .reason = reason});
-}
-
 void ControlPlane::begin_stop(ActiveJob& job, StopCause cause, const std::string& reason, Tx& tx,
                               std::optional<util::Time> deadline) {
   const util::Time now = clock_.now();
@@ -155,7 +128,7 @@ void ControlPlane::observe_workers(Tx& tx) {
   const util::Time now = clock_.now();
   executor_.begin_cycle();
   std::vector<util::JobId> ended;
-  for (auto& [id, job] : active_) {
+  for (auto& [id, job] : jobs_.active()) {
     if (job.workers.empty()) continue;
     bool any_running = false;
     for (auto& w : job.workers) {
@@ -189,10 +162,7 @@ void ControlPlane::observe_workers(Tx& tx) {
       for (auto& w : job.workers) kill_worker(w);
     }
   }
-  for (auto id : ended) {
-    finished_[id] = active_.at(id).rec.state;
-    active_.erase(id);
-  }
+  for (auto id : ended) jobs_.retire(id);
 }
 
 bool ControlPlane::stop_for_outside_end(ActiveJob& job, const WorkerProcess& w, Tx& tx) {
@@ -246,8 +216,10 @@ void ControlPlane::finish_attempt(ActiveJob& job, Tx& tx) {
 }
 
 void ControlPlane::account_attempt(ActiveJob& job, util::Time now, Tx& tx) {
-  const int64_t milli = job.manifest.spec.total_gpu_share().value();
-  job.rec.attained_gpu_time += (now - job.rec.started) * milli / 1000;
+  // At the share the attempt held: an elastic job's placed workers, not the spec's count.
+  job.rec.attained_gpu_time = drive::attained_service(
+      job.rec.attained_gpu_time, job.rec.started,
+      drive::attempt_milli(job.manifest.spec.worker, attempt_workers(job)), now);
   if (job.manifest.spec.preemptible) {
     preemptible_run_time_ += now - job.rec.started;
     if (job.stop == StopCause::Preempt) ++interruptions_;
@@ -349,7 +321,7 @@ void ControlPlane::requeue_unstarted(ActiveJob& job, util::Time now, Tx& tx) {
 
 void ControlPlane::fail_broken_dependencies(Tx& tx) {
   std::vector<util::JobId> failed;
-  for (auto& [id, job] : active_) {
+  for (auto& [id, job] : jobs_.active()) {
     if (job.rec.state != model::JobState::Pending) continue;
     for (auto dep : job.depends_on) {
       const auto state = dependency_state(dep);
@@ -362,19 +334,15 @@ void ControlPlane::fail_broken_dependencies(Tx& tx) {
       break;
     }
   }
-  for (auto id : failed) {
-    finished_[id] = model::JobState::Failed;
-    active_.erase(id);
-  }
+  for (auto id : failed) jobs_.retire(id);
 }
 
 std::optional<model::JobState> ControlPlane::dependency_state(util::JobId dep) {
-  if (auto it = active_.find(dep); it != active_.end()) return it->second.rec.state;
-  if (auto it = finished_.find(dep); it != finished_.end()) return it->second;
+  if (auto state = jobs_.known_state(dep)) return state;
   util::MutexLock lock(reader_mu_);
   auto rec = reader_->get_job(dep);
   if (!rec.is_ok() || !*rec) return std::nullopt;
-  finished_[dep] = (*rec)->state;
+  jobs_.remember_ended(dep, (*rec)->state);
   return (*rec)->state;
 }
 

@@ -86,7 +86,7 @@ util::Status ControlPlane::recover() {
                       manifest.status().message());
       TY_LOG_ERROR("job {}: {}", rec.id.value(), job.unreadable_spec);
     }
-    teams_seen_.insert(rec.team);
+    jobs_.see_team(rec.team);
     const auto state = rec.state;
     if (state == model::JobState::Admitted) {
       transition(job, model::JobState::Pending, "the server restarted before placing it", tx);
@@ -98,7 +98,7 @@ util::Status ControlPlane::recover() {
       if (job.workers.empty()) {
         // Nothing runs: it ends now.
         transition(job, model::JobState::Failed, job.unreadable_spec, tx);
-        finished_[rec.id] = job.rec.state;
+        jobs_.remember_ended(rec.id, job.rec.state);
         continue;
       }
       // Its processes are stopped; finish_attempt() ends it once they are gone.
@@ -109,7 +109,7 @@ util::Status ControlPlane::recover() {
       for (auto& w : job.workers) kill_worker(w);
     }
     job.wait_reason = "not yet examined by the scheduler";
-    active_.emplace(rec.id, std::move(job));
+    jobs_.admit(std::move(job));
   }
   return commit(tx);
 }

@@ -89,7 +89,7 @@ void ControlPlane::sync_batch_nodes() {
 void ControlPlane::describe_batch_node(LocalNode& n, const exec::SlurmNodeView& v) {
   // GPUs trainyard placed there, by slot.
   uint32_t ours = 0;
-  for (const auto& [id, job] : active_)
+  for (const auto& [id, job] : jobs_.active())
     for (const Placed& a : job.placement)
       if (a.node == n.node.id && a.gpu_idx >= 0 && a.gpu_idx < 32) ours |= 1u << a.gpu_idx;
   const int gpus = std::min(v.gpus, model::kMaxGpusPerNode);

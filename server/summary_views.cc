@@ -134,7 +134,7 @@ nlohmann::json ControlPlane::summary(const Principal& who) {
   nlohmann::json budgets;
   {
     util::MutexLock lock(mu_);
-    count_active(active_, who, now, jobs, queue);
+    count_active(jobs_.active(), who, now, jobs, queue);
     spent_today = spent_since(cost_, day, now, scope_team);
     budgets = budget_rows(options_.config.teams, cost_, who);
   }

@@ -237,7 +237,7 @@ model::GpuDeviceView gpu_device(const AttributedSample& a, const Principal& who)
 
 TelemetryPlacements ControlPlane::telemetry_placements() const {
   TelemetryPlacements p;
-  for (const auto& [id, job] : active_) {
+  for (const auto& [id, job] : jobs_.active()) {
     if (job.workers.empty()) continue;
     const JobRef ref{.id = id.value(), .name = job.rec.name, .team = job.rec.team};
     for (const auto& w : job.workers)
@@ -271,7 +271,7 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
 
 std::vector<BatchWorkerGpus> ControlPlane::batch_worker_gpus() const {
   std::vector<BatchWorkerGpus> out;
-  for (const auto& [id, job] : active_) {
+  for (const auto& [id, job] : jobs_.active()) {
     for (const auto& w : job.workers) {
       if (w.finished || w.ref.batch_job == 0) continue;
       BatchWorkerGpus g{.run_dir = w.run_dir};
@@ -398,7 +398,7 @@ std::string ControlPlane::metrics_text() const {
                              .model = n.node.gpu_model,
                              .total = static_cast<double>(n.node.gpu_count)});
     }
-    for (const auto& [id, job] : active_) {
+    for (const auto& [id, job] : jobs_.active()) {
       counts.jobs_by_state[std::string(model::job_state_name(job.rec.state))] += 1;
       for (const auto& a : job.placement) {
         if (a.gpu_idx < 0) continue;

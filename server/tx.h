@@ -1,13 +1,14 @@
-// Store writes gathered during one reconcile phase or API call and committed together.
+// Store writes gathered during one reconcile phase or API call and committed together
+// (ControlPlane::commit() hands them to the group committer in one transaction).
 #pragma once
 
 #include <vector>
 
-#include "server/control_plane.h"
+#include "store/store.h"
 
 namespace trainyard::server {
 
-struct ControlPlane::Tx {
+struct Tx {
   std::vector<store::JobRecord> jobs;
   std::vector<store::EventRecord> events;
   std::vector<store::AttemptRecord> attempts;

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "drive/cost_share.h"
+#include "drive/job_history.h"
 #include "sched/decayed_usage.h"
 #include "sched/invariants.h"
 #include "sched/plan.h"
@@ -428,7 +429,7 @@ class Simulation {
   Duration progress(const SimJob& j, Time now) const { return j.saved + work_in_attempt(j, now); }
 
   Duration attained(const SimJob& j, Time now) const {
-    return j.base_attained + (now - j.attempt_start) * j.milli / model::kMilliPerGpu;
+    return drive::attained_service(j.base_attained, j.attempt_start, j.milli, now);
   }
 
   void leave_gpus(SimJob& j, Time now) {
@@ -483,9 +484,9 @@ class Simulation {
     sj.workers = j.trace->spec.workers;  // an elastic job waits for its requested size
     j.milli = j.trace->spec.total_gpu_share().value();
     sj.queued_since = now;
-    sj.last_run = now - j.attempt_start;
+    sj.last_run = drive::attempt_length(j.attempt_start, now);
     sj.attained_gpu_time = j.base_attained;
-    sj.remaining = j.trace->duration - j.saved;
+    sj.remaining = drive::remaining(j.trace->duration, j.saved);
   }
 
   void remove_from_snapshot(SimJob& j) {
@@ -513,7 +514,7 @@ class Simulation {
       if (!sj.is_running()) continue;
       const SimJob& j = jobs_[index_of_id_[s]];
       sj.attained_gpu_time = attained(j, now);
-      sj.remaining = j.trace->duration - std::min(j.trace->duration, progress(j, now));
+      sj.remaining = drive::remaining(j.trace->duration, progress(j, now));
     }
   }
 
@@ -675,7 +676,7 @@ class Simulation {
             "job {}: started with {} workers, outside its range", s.job.value(), s.workers));
       }
       sj.workers = s.workers;
-      j.milli = sj.worker.gpu_share().value() * s.workers;
+      j.milli = drive::attempt_milli(sj.worker, s.workers);
     }
     TY_RETURN_IF_ERROR(occupancy_->take(sj, s.placement));
     sj.phase = sched::JobPhase::Running;

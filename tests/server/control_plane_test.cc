@@ -230,6 +230,23 @@ TEST_F(ControlPlaneTest, GoodputMeasuresAnElasticJobsPaceFromItsStepMetrics) {
   EXPECT_DOUBLE_EQ(job(id)["measuredStepsPerSecond"]["4"].get<double>(), 2.0);
 }
 
+// An elastic job's GPU time counts the workers it ran with, as the simulator counts it
+// (drive/job_history.h): placed at 4 workers of 1 GPU, 100 s of its attempt are 400
+// GPU-seconds, not the 100 its spec's single worker would give.
+TEST_F(ControlPlaneTest, AnElasticJobsServiceCountsTheWorkersItRanWith) {
+  ServerConfig c;
+  c.policy.name = "goodput";
+  open(c);
+  const int64_t id = submit(job_yaml("wide", "  elastic: {minWorkers: 1, maxWorkers: 4}\n", 1));
+  cycle();
+  ASSERT_EQ(exec_.launches.size(), 4u);
+  cycle(100);
+  for (int pid = 1000; pid < 1004; ++pid) exec_.exit(pid, 0);
+  cycle();
+  ASSERT_EQ(job(id)["state"], "succeeded");
+  EXPECT_NEAR(job(id)["attainedGpuSeconds"].get<double>(), 4 * 100.1, 0.5) << job(id).dump();
+}
+
 // Tiresias promotes a job that has waited starvation_factor times its last attempt's length to
 // the first queue (it then ranks first among pending jobs; it still preempts only by its
 // service queue). The server must tell the scheduler that length, as the simulator does.
