@@ -1,19 +1,57 @@
 """trainyard.data.Loader: deterministic shuffle, equal batches per rank, in-process resume
-with every worker kind, refusal of foreign states, bounded prefetch, data-wait metrics."""
+with every worker kind, refusal of foreign states, bounded prefetch, data-wait metrics,
+process workers' batches as views of their shared memory."""
 
+import gc
 import os
 import threading
 import time
 import unittest
+from unittest import mock
 
 import sdk_test_util
-from trainyard import data
+from trainyard import data, data_loader
 
 N = 203
 
 
 def decode(record):
     return int(record[1:])
+
+
+def same(a, b):
+    """Equal values, dtypes, kinds (torch or numpy) and nesting."""
+    import numpy
+    import torch
+    if isinstance(a, torch.Tensor):
+        return (type(b) is torch.Tensor and a.dtype == b.dtype and a.shape == b.shape
+                and torch.equal(a, b))
+    if isinstance(a, numpy.ndarray):
+        return (type(b) is numpy.ndarray and a.dtype == b.dtype and a.shape == b.shape
+                and numpy.array_equal(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(same(x, y) for x, y in zip(a, b)))
+    return type(a) is type(b) and a == b
+
+
+def arrays_of(batch):
+    """A batch of the usual kinds, each array large enough to travel in shared memory,
+    its values a function of the batch's record ids."""
+    import numpy
+    import torch
+    ids = [int(bytes(r)[1:]) for r in batch]
+    return {"ids": ids,
+            "x": torch.tensor(ids, dtype=torch.float32).repeat_interleave(1000).reshape(-1, 1000),
+            "bf": torch.tensor(ids, dtype=torch.bfloat16).repeat_interleave(3000),
+            "a": [numpy.repeat(numpy.array(ids, dtype=">i8"), 700), numpy.array(ids)],
+            "pair": (torch.full((2000,), ids[0], dtype=torch.int16), "first %d" % ids[0])}
+
+
+def expected(ids):
+    return arrays_of([b"s%d" % i for i in ids])
 
 
 class LoaderTest(unittest.TestCase):
@@ -197,6 +235,19 @@ class LoaderTest(unittest.TestCase):
             got = [int(bytes(v)[1:]) for vs in views for v in vs]
             self.assertEqual(got, loader.rank_order(0)[:len(got)])
 
+    def count_slot_results(self):
+        """{"slot": batches the parent took as views of a worker's slot}."""
+        counts = {"slot": 0}
+        unpack = data_loader._SharedIn.unpack
+
+        def counting(shared, placed):
+            counts["slot"] += 1
+            return unpack(shared, placed)
+        patcher = mock.patch.object(data_loader._SharedIn, "unpack", counting)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return counts
+
     @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
     def test_process_workers_hand_arrays_over_through_shared_memory(self):
         import numpy
@@ -211,17 +262,6 @@ class LoaderTest(unittest.TestCase):
                     "small": numpy.array(ids), "name": "batch %d" % ids[0],
                     "pair": (torch.ones(2000, dtype=torch.int16), [numpy.zeros((3, 700))])}
 
-        def same(a, b):
-            if isinstance(a, torch.Tensor):
-                return a.dtype == b.dtype and torch.equal(a, b)
-            if isinstance(a, numpy.ndarray):
-                return a.dtype == b.dtype and numpy.array_equal(a, b)
-            if isinstance(a, dict):
-                return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-            if isinstance(a, (list, tuple)):
-                return type(a) is type(b) and all(same(x, y) for x, y in zip(a, b))
-            return a == b
-
         kw = dict(seed=6, batch_size=5, decode=None, decode_batch=decode_batch, prefetch=3)
         want = list(self.loader(workers=0, **kw))
         loader = self.loader(workers=2, worker_type="process", **kw)
@@ -232,30 +272,154 @@ class LoaderTest(unittest.TestCase):
         self.assertTrue(all(s is not None for s in loader._pool.shared))
 
     @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_process_and_thread_workers_give_the_same_batches_over_an_epoch(self):
+        import numpy
+        import torch
+        counts = self.count_slot_results()
+        kw = dict(seed=7, batch_size=6, drop_last=False, decode=None, decode_batch=arrays_of)
+        want = list(self.loader(workers=2, worker_type="thread", **kw))
+        for workers, prefetch in ((2, None), (1, 1), (3, 2)):
+            with self.subTest(workers=workers, prefetch=prefetch):
+                counts["slot"] = 0
+                loader = self.loader(workers=workers, worker_type="process", prefetch=prefetch,
+                                     **kw)
+                got = 0
+                for b, w in zip(loader, want):  # each batch dropped before the next
+                    self.assertTrue(same(b, w))
+                    self.assertEqual(b["ids"], loader.rank_order(0)[got * 6:got * 6 + 6])
+                    self.assertTrue(b["a"][0].flags.writeable)
+                    self.assertNotIsInstance(b["a"][0].base, type(None))  # a view: no copy
+                    got += 1
+                self.assertEqual(got, len(want))
+                # Every batch came as views of a slot the consumer had released: none
+                # had to travel pickled.
+                self.assertEqual(counts["slot"], len(want))
+        self.assertIsInstance(want[0]["x"], torch.Tensor)
+        self.assertIsInstance(want[0]["a"][1], numpy.ndarray)
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_a_consumer_that_keeps_every_batch_gets_them_all_unchanged(self):
+        counts = self.count_slot_results()
+        for workers, prefetch in ((2, None), (1, 1)):
+            with self.subTest(workers=workers, prefetch=prefetch):
+                counts["slot"] = 0
+                loader = self.loader(seed=8, batch_size=4, decode=None, decode_batch=arrays_of,
+                                     workers=workers, prefetch=prefetch)
+                kept = list(loader)  # 50 batches, far more than the workers' slots
+                self.assertEqual(len(kept), 50)
+                order = loader.rank_order(0)
+                for k, b in enumerate(kept):
+                    self.assertTrue(same(b, expected(order[k * 4:k * 4 + 4])), k)
+                # The slots were used until all were held, then batches went pickled.
+                slots = workers * (loader.prefetch + 3)
+                self.assertEqual(counts["slot"], slots)
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_batches_kept_after_close_stay_readable(self):
+        counts = self.count_slot_results()
+        loader = self.loader(seed=9, batch_size=4, decode=None, decode_batch=arrays_of,
+                             workers=2)
+        kept = []
+        for b in loader:
+            kept.append(b)
+            if len(kept) == 5:
+                break
+        self.assertEqual(counts["slot"], 5)
+        loader.close()
+        del loader
+        gc.collect()
+        junk = [bytearray(1 << 20) for _ in range(16)]  # reuses freed memory, if any
+        order = self.loader(seed=9, batch_size=4).rank_order(0)
+        for k, b in enumerate(kept):
+            self.assertTrue(same(b, expected(order[k * 4:k * 4 + 4])), k)
+            b["x"].add_(1)  # still writable
+        del junk
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_a_batch_that_outgrows_the_slots_leaves_held_batches_intact(self):
+        import numpy
+
+        def growing(batch):
+            ids = [int(bytes(r)[1:]) for r in batch]
+            # 100 KB more per batch: the slots (1 MiB at first) grow every few batches.
+            return numpy.full(20000 * (max(ids) + 1), ids[0], dtype=numpy.int32)
+
+        loader = self.loader(shuffle=False, batch_size=5, decode=None, decode_batch=growing,
+                             workers=2, prefetch=2)
+        kept = []
+        for b in loader:
+            kept.append(b)
+            if len(kept) % 3 == 0:
+                kept[-2] = None  # some released, some held, across the growths
+        for k, b in enumerate(kept):
+            if b is not None:
+                self.assertEqual(len(b), 20000 * (k * 5 + 5), k)
+                self.assertTrue((b == k * 5).all(), k)
+        loader.close()
+        self.assertTrue((kept[0] == 0).all())
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_a_batch_modified_in_place_does_not_change_later_batches(self):
+        import torch
+        kw = dict(seed=10, batch_size=4, decode=None, decode_batch=arrays_of)
+        order = self.loader(**kw).rank_order(0)
+        for workers, prefetch in ((2, None), (1, 1)):
+            with self.subTest(workers=workers, prefetch=prefetch):
+                for k, b in enumerate(self.loader(workers=workers, prefetch=prefetch, **kw)):
+                    self.assertTrue(same(b, expected(order[k * 4:k * 4 + 4])), k)
+                    b["x"].fill_(-1)
+                    b["bf"].mul_(0)
+                    b["a"][0][:] = 12345
+                    b["pair"][0].copy_(torch.zeros(2000, dtype=torch.int16))
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
     def test_process_workers_run_torch_on_one_thread_each(self):
         import torch
         got = list(self.loader(workers=2, worker_type="process", batch_size=50,
                                decode=None, decode_batch=lambda b: torch.get_num_threads()))
         self.assertEqual(set(got), {1})
 
-    def test_shared_memory_slots_are_reused_and_grow_without_moving_results(self):
+    def test_shared_memory_slots_are_reused_once_released_and_grow_without_moving_results(
+            self):
         import numpy
         from trainyard.data_loader import _SharedIn, _SharedOut
         if not hasattr(os, "memfd_create"):
             self.skipTest("no memfd_create")
         fd = os.memfd_create("test")
         out, into = _SharedOut(fd, 3), _SharedIn(os.dup(fd))
-        self.addCleanup(into.close)
         self.addCleanup(os.close, fd)
-        sizes = [10000, 10000, 10000, 10000, 3 << 20, 10000]
-        layouts = [out.pack(numpy.full(n, k, dtype=numpy.uint8)) for k, n in enumerate(sizes)]
-        # The last three are the ones not yet overwritten (3 slots); the growth to 3 MiB
-        # put them in a new region, so the two written before it are intact too.
-        for k in (3, 4, 5):
-            a = into.unpack(layouts[k])
-            self.assertEqual((len(a), int(a.min()), int(a.max())), (sizes[k], k, k))
-        self.assertEqual(layouts[0].offset, layouts[3].offset)  # slot 0 again
+
+        def send(k, n):
+            placed = out.pack(numpy.full(n, k, dtype=numpy.uint8))
+            return placed and into.unpack(placed)
+
+        held = [send(k, 10000) for k in range(3)]
+        self.assertIsNone(send(3, 10000))  # every slot held: the batch goes pickled
         self.assertIsNone(out.pack([1, 2, 3]))  # nothing to share: pickled as it is
+        first = held[0][:10]  # a view keeps its slot
+        held[0] = None
+        gc.collect()
+        self.assertEqual(into.take_freed(), [])
+        del first
+        freed = into.take_freed()
+        self.assertEqual(len(freed), 1)
+        out.release(freed)
+        held[0] = send(4, 10000)  # in the slot released
+        self.assertEqual(into.take_freed(), [])
+        # Larger than the slots: a new region, while the old one's views live on.
+        big = send(5, 3 << 20)
+        self.assertIsNotNone(big)
+        held[1] = None
+        out.release(into.take_freed())  # an old region's slot: not written again
+        more = [send(6 + k, 10000) for k in range(2)]
+        self.assertIsNone(send(8, 10000))
+        for a, k in zip(held + [big] + more, (4, None, 2, 5, 6, 7)):
+            if k is not None:
+                self.assertEqual((int(a.min()), int(a.max())), (k, k))
+        into.close()  # views still held: no BufferError, and they stay readable
+        gc.collect()
+        self.assertEqual((len(big), int(big.min()), int(big.max())), (3 << 20, 5, 5))
+        big[:] = 1
 
     def test_a_failing_decode_in_a_worker_process_names_the_batch(self):
         def bad(record):

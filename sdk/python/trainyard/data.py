@@ -73,8 +73,12 @@ class Loader(EpochCursor):
     workers: 0 makes batches in the loop; worker_type "process" (forked, the
     default: decode may hold the GIL) or "thread". prefetch: batches in flight
     or ready beyond the one the loop holds (default 2 per worker); this bounds
-    the loader's memory. pin_memory: None pins tensors in batches when torch is
-    imported and CUDA is available.
+    the loader's memory. A process worker's arrays (numpy, CPU tensors) arrive as
+    writable views of its shared memory, not copies; the worker writes there again
+    once every array of the batch is dropped, and sends batches pickled (slower)
+    while all of its prefetch + 3 slots are held (a loop that keeps its batches).
+    pin_memory: None pins tensors in batches when torch is imported and CUDA is
+    available.
 
     Not thread-safe: one loop iterates it. Calling iter() again, load() or
     set_epoch() abandons the current iteration (its prefetched batches are

@@ -279,7 +279,7 @@ _SHM_MIN = 4096  # arrays smaller than this travel pickled
 
 class _Shm:
     """Where an array of a batch lies in a worker's shared memory: its bytes at
-    `offset`, and how to rebuild it."""
+    `offset` in the batch's slot, and how to rebuild it."""
 
     __slots__ = ("offset", "nbytes", "dtype", "shape", "torch")
 
@@ -296,57 +296,67 @@ class _Shm:
 
 class _SharedOut:
     """A worker's side of its result memory: a memfd the parent also holds (fork
-    inherits it), in `slots` slots used in turn, one per result. The arrays of a batch
-    (numpy arrays, CPU torch tensors, in tuples, lists and dicts) are copied into the
-    result's slot and only their places are pickled: one copy in, one copy out in the
-    parent, instead of a new shared-memory file per tensor and its descriptor passed
-    over a socket (torch's way, which costs about a millisecond per batch). A slot is
-    reused `slots` results later, when the parent has long copied it out (it holds at
-    most prefetch + 1 results of one worker); a batch larger than the slots makes them
-    larger, in a new region at the end of the file."""
+    inherits it), in `slots` slots, one per result. The arrays of a batch (numpy arrays,
+    CPU torch tensors, in tuples, lists and dicts) are copied into a free slot and only
+    their places are pickled; the parent hands the consumer views of the slot, no copy,
+    instead of a new shared-memory file per tensor and its descriptor passed over a socket
+    (torch's way, which costs about a millisecond per batch). The slot stays taken until
+    the parent reports it free (release()), once the consumer has dropped every array of
+    that result. With every slot still held (a consumer that keeps its batches) pack()
+    declines and the batch travels pickled: memory stays bounded by the slots and what the
+    consumer keeps. A batch larger than the slots makes them larger, in a new region at the
+    end of the file; the parent's views of an older region stay valid, and it is never
+    written again."""
 
     def __init__(self, fd, slots):
         self.fd = fd
         self.slots = slots
         self.slot_size = 0
         self.base = 0  # where the current region of slots begins in the file
-        self.count = 0
+        self.free = []  # offsets of the current region's slots the parent does not hold
         self.map = None
 
+    def release(self, offsets):
+        for offset in offsets:
+            if offset >= self.base:  # an older region's slot is not reused
+                self.free.append(offset)
+
     def pack(self, batch):
+        """(slot offset, slot size, layout) for the parent's unpack(); None when the batch
+        has no array to share or no slot is free (it is then sent pickled)."""
         arrays = []
         size = [0]
-
-        def collect(obj):
-            torch = sys.modules.get("torch")
-            numpy = sys.modules.get("numpy")
-            if torch is not None and isinstance(obj, torch.Tensor):
-                if (obj.device.type == "cpu" and not obj.requires_grad and not obj.is_sparse
-                        and obj.numel() * obj.element_size() >= _SHM_MIN):
-                    return self._place(obj, True, arrays, size)
-                return obj
-            if numpy is not None and isinstance(obj, numpy.ndarray):
-                if obj.dtype.hasobject or obj.nbytes < _SHM_MIN:
-                    return obj
-                return self._place(obj, False, arrays, size)
-            if isinstance(obj, dict):
-                return {k: collect(v) for k, v in obj.items()}
-            if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
-                return type(obj)(collect(v) for v in obj)
-            return obj
-
-        layout = collect(batch)
+        layout = self._collect(batch, arrays, size)
         if not arrays:
             return None
-        need = size[0]
-        if need > self.slot_size:
-            self._grow(need)
-        start = self.base + (self.count % self.slots) * self.slot_size
-        self.count += 1
+        if size[0] > self.slot_size:
+            self._grow(size[0])
+        if not self.free:
+            return None
+        start = self.free.pop()  # the slot released last: likeliest still in the cache
         for ref, obj in arrays:
-            ref.offset += start
-            self._write(ref, obj)
-        return layout
+            self._write(start + ref.offset, ref.nbytes, ref.torch, obj)
+        return start, self.slot_size, layout
+
+    def _collect(self, obj, arrays, size):
+        # A method, not a nested function calling itself: that would be a reference cycle,
+        # keeping the batch's arrays alive until the garbage collector runs.
+        torch = sys.modules.get("torch")
+        numpy = sys.modules.get("numpy")
+        if torch is not None and isinstance(obj, torch.Tensor):
+            if (obj.device.type == "cpu" and not obj.requires_grad and not obj.is_sparse
+                    and obj.numel() * obj.element_size() >= _SHM_MIN):
+                return self._place(obj, True, arrays, size)
+            return obj
+        if numpy is not None and isinstance(obj, numpy.ndarray):
+            if obj.dtype.hasobject or obj.nbytes < _SHM_MIN:
+                return obj
+            return self._place(obj, False, arrays, size)
+        if isinstance(obj, dict):
+            return {k: self._collect(v, arrays, size) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+            return type(obj)(self._collect(v, arrays, size) for v in obj)
+        return obj
 
     def _place(self, obj, is_torch, arrays, size):
         nbytes = obj.numel() * obj.element_size() if is_torch else obj.nbytes
@@ -363,65 +373,80 @@ class _SharedOut:
         end = self.base + self.slots * self.slot_size
         os.ftruncate(self.fd, end)
         if self.map is not None:
-            self.map.close()
+            self.map.close()  # this side exports no views of it
         self.map = mmap.mmap(self.fd, end)
-        self.count = 0
+        self.free = [self.base + k * self.slot_size for k in reversed(range(self.slots))]
 
-    def _write(self, ref, obj):
+    def _write(self, offset, nbytes, is_torch, obj):
         # Plain memory copies on this thread (torch's copy_ would hand a large one to its
         # intra-op threads, whose waiting costs more than the copy).
-        if ref.torch:
+        if is_torch:
             torch = sys.modules["torch"]
             src = obj.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
         else:
             numpy = sys.modules["numpy"]
             src = numpy.ascontiguousarray(obj).reshape(-1).view(numpy.uint8)
-        self.map[ref.offset:ref.offset + ref.nbytes] = memoryview(src)
+        self.map[offset:offset + nbytes] = memoryview(src)
 
 
 class _SharedIn:
-    """The parent's side of a worker's result memory: copies a batch's arrays out."""
+    """The parent's side of a worker's result memory: a batch's arrays are views of its
+    slot, no copy. One owner array per result spans the slot and every array is a view of
+    it, so it lives as long as any of them; when it dies its slot's offset joins `freed`,
+    which the pool passes on to the worker with its next request."""
 
     def __init__(self, fd):
         self.fd = fd
         self.map = None
+        self.freed = []
 
-    def unpack(self, layout):
-        def build(obj):
-            if isinstance(obj, _Shm):
-                return self._copy(obj)
-            if isinstance(obj, dict):
-                return {k: build(v) for k, v in obj.items()}
-            if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
-                return type(obj)(build(v) for v in obj)
-            return obj
-        return build(layout)
+    def unpack(self, placed):
+        start, size, layout = placed
+        owner = self._slot(start, size)
+        # Bound to the list, not to this object: a finalizer keeps its callback alive.
+        weakref.finalize(owner, self.freed.append, start).atexit = False
+        return self._build(layout, owner)
 
-    def _copy(self, ref):
+    def _build(self, obj, owner):
+        # A method, not a nested function calling itself: that would be a reference cycle,
+        # keeping the owner, and the slot, until the garbage collector runs.
+        if isinstance(obj, _Shm):
+            return self._view(owner, obj)
+        if isinstance(obj, dict):
+            return {k: self._build(v, owner) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+            return type(obj)(self._build(v, owner) for v in obj)
+        return obj
+
+    def _slot(self, start, size):
         import mmap
-        if self.map is None or len(self.map) < ref.offset + ref.nbytes:
-            if self.map is not None:
-                self.map.close()
+
+        import numpy
+        if self.map is None or len(self.map) < start + size:
+            # The old mapping is dropped, not closed (views of it may be held): it is
+            # unmapped when the last of them goes.
             self.map = mmap.mmap(self.fd, os.fstat(self.fd).st_size)
+        return numpy.frombuffer(self.map, numpy.uint8, size, start)
+
+    @staticmethod
+    def _view(owner, ref):
+        raw = owner[ref.offset:ref.offset + ref.nbytes]
         if ref.torch:
-            torch = sys.modules["torch"]
-            out = torch.empty(ref.nbytes, dtype=torch.uint8)
-            dst = out.numpy()
-        else:
-            numpy = sys.modules["numpy"]
-            out = numpy.empty(ref.shape, dtype=numpy.dtype(ref.dtype))
-            dst = out.reshape(-1).view(numpy.uint8)
-        whole = memoryview(self.map)
-        try:  # one copy, on this thread
-            memoryview(dst)[:] = whole[ref.offset:ref.offset + ref.nbytes]
-        finally:
-            whole.release()  # no view may outlive a remap of the file
-        return out.view(ref.dtype).reshape(ref.shape) if ref.torch else out
+            return sys.modules["torch"].from_numpy(raw).view(ref.dtype).reshape(ref.shape)
+        return raw.view(ref.dtype).reshape(ref.shape)
+
+    def take_freed(self):
+        """The slots released since the last call."""
+        freed = self.freed
+        n = len(freed)  # a finalizer may append meanwhile, on any thread
+        taken = freed[:n]
+        del freed[:n]
+        return taken
 
     def close(self):
-        if self.map is not None:
-            self.map.close()
-            self.map = None
+        # Not map.close(): batches the consumer holds keep the mapping, and the memfd's
+        # pages, until they go.
+        self.map = None
         os.close(self.fd)
 
 
@@ -449,6 +474,7 @@ def _process_main(conn, fn, shm=None):
         _keep_heap(libc)
     except (OSError, AttributeError):  # not Linux: a parent's SIGKILL may orphan it
         pass
+    from multiprocessing.reduction import ForkingPickler
     runtime.ignore_notice_signals()  # the main process acts on the notice (runtime.py)
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -462,23 +488,29 @@ def _process_main(conn, fn, shm=None):
             return
         if msg is None:
             return
-        b, indices = msg
+        b, indices, freed = msg
         try:
+            if freed:
+                shm.release(freed)
             batch = fn(indices)
-            layout = shm.pack(batch) if shm is not None else None
-            out = ("ok", b, batch) if layout is None else ("shm", b, layout)
+            placed = shm.pack(batch) if shm is not None else None
+            out = ("ok", b, batch) if placed is None else ("shm", b, placed)
         except Exception as e:
             out = ("err", b, "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
-        conn.send(out)
+        # Protocol 5 as threads would: protocol 4 loses a numpy array's byte order.
+        conn.send_bytes(ForkingPickler.dumps(out, 5))
 
 
 class _ProcessPool:
     """Forked processes; batch b goes to worker b % n, which answers in order.
 
     Results travel through a socket pair, their arrays through a shared memory file
-    per worker (_SharedOut; Linux), else pickled by multiprocessing's ForkingPickler
-    (torch tensors then go through shared memory as in DataLoader). A worker blocks
-    while its socket is full: memory stays bounded.
+    per worker (_SharedOut; Linux): the batch handed out is made of views of the worker's
+    slot, not copies. Each request tells the worker which of its slots the consumer has
+    released since the last one, so freeing costs no message of its own. Without a free
+    slot, or without memfd, a batch is pickled by multiprocessing's ForkingPickler (torch
+    tensors then go through shared memory as in DataLoader). A worker blocks while its
+    socket is full: memory stays bounded.
     """
 
     def __init__(self, fn, workers, prefetch=2):
@@ -488,7 +520,10 @@ class _ProcessPool:
         for _ in range(workers):
             mine, theirs = ctx.Pipe(duplex=True)
             fd = os.memfd_create("trainyard-data") if hasattr(os, "memfd_create") else None
-            out = _SharedOut(fd, prefetch + 2) if fd is not None else None
+            # Slots for the prefetched results, the one the loop holds, the one it held
+            # until its next() returned, and one more for a consumer that keeps a batch
+            # a step longer; fewer would send batches pickled.
+            out = _SharedOut(fd, prefetch + 3) if fd is not None else None
             p = ctx.Process(target=_process_main, args=(theirs, fn, out), daemon=True,
                             name="trainyard-data")
             p.start()
@@ -501,7 +536,8 @@ class _ProcessPool:
 
     def submit(self, b, indices):
         w = b % len(self.conns)
-        self.conns[w].send((b, indices))
+        shared = self.shared[w]
+        self.conns[w].send((b, indices, shared.take_freed() if shared is not None else None))
         self.outstanding[w] += 1
         self.pending.add(b)
 
@@ -532,7 +568,9 @@ class _ProcessPool:
     def drain(self):
         for w, n in enumerate(self.outstanding):
             for _ in range(n):
-                self._recv(w)
+                kind, _, value = self._recv(w)
+                if kind == "shm":  # never handed out: its slot is free again
+                    self.shared[w].freed.append(value[0])
         self.pending.clear()
 
     def close(self):
