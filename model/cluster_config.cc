@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/accelerator.h"
+#include "model/cloud_pool_yaml.h"
 #include "model/names.h"
 #include "model/quantity.h"
 #include "model/yaml_reader.h"
@@ -19,13 +20,10 @@ namespace {
 // is an error instead of gigabytes of nodes.
 constexpr int64_t kMaxClusterNodes = 100'000;
 
-// Keys of a pool of alike nodes, of a pool bought from a cloud (instanceType:), of a node, a team.
+// Keys of a pool of alike nodes, of a node, of a team (a cloud pool's: model/cloud_pool_yaml.cc).
 constexpr std::string_view kPoolKeys[] = {
     "name", "kind",         "gpu",    "gpusPerNode",      "nodes",   "cpu", "memory",
     "mig",  "nodesPerRack", "labels", "pricePerNodeHour", "minNodes"};
-constexpr std::string_view kCloudPoolKeys[] = {
-    "name",     "kind",     "provider",    "instanceType", "region", "zones",
-    "minNodes", "maxNodes", "idleTimeout", "priority",     "labels"};
 constexpr std::string_view kNodeKeys[] = {"name", "gpu",  "gpus",   "cpu", "memory",
                                           "mig",  "rack", "labels", "pool"};
 constexpr std::string_view kTeamKeys[] = {"name",  "weight",         "cohort",
@@ -107,49 +105,11 @@ class Parser {
     return *k;
   }
 
-  // A pool bought from a cloud: no nodes up front; the shape and price come from the catalog
-  // offering the driver resolves (cloud/pool_offerings.h).
+  // A pool bought from a cloud: no nodes up front; read as the server reads its
+  // capacity.pools (model/cloud_pool_yaml.h). Its most nodes count toward the cluster's limit.
   util::Status cloud_pool(const YamlField& p, ClusterConfig& out) {
-    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(p, kCloudPoolKeys));
-    model::Pool pool;
-    TY_ASSIGN_OR_RETURN(pool.name, unique_name(p, f, "pool"));
-    pool.kind = model::PoolKind::OnDemand;
-    if (const YamlField* kind = f.get("kind")) {
-      TY_ASSIGN_OR_RETURN(pool.kind, pool_kind(*kind));
-      if (pool.kind != model::PoolKind::Spot && pool.kind != model::PoolKind::OnDemand)
-        return r_.invalid(*kind, "spot or on-demand", "a cloud pool (instanceType:) buys nodes");
-    }
-    const YamlField* provider = f.get("provider");
-    if (provider == nullptr) return r_.missing(p, "provider", "aws, gcp, ...");
-    TY_ASSIGN_OR_RETURN(pool.provider, r_.string(*provider));
-    TY_ASSIGN_OR_RETURN(pool.instance_type, r_.string(*f.get("instanceType")));
-    if (const YamlField* region = f.get("region")) {
-      TY_ASSIGN_OR_RETURN(pool.region, r_.string(*region));
-    }
-    if (const YamlField* zones = f.get("zones")) {
-      TY_ASSIGN_OR_RETURN(pool.zones, r_.string_list(*zones));
-    }
-    const YamlField* max = f.get("maxNodes");
-    if (max == nullptr) return r_.missing(p, "maxNodes", "the most nodes the pool may buy");
-    TY_ASSIGN_OR_RETURN(const int64_t mx, r_.integer(*max, 1, kMaxClusterNodes));
-    TY_RETURN_IF_ERROR(room_for_nodes(*max, out, mx));
-    pool.max_nodes = static_cast<int>(mx);
-    if (const YamlField* min = f.get("minNodes")) {
-      TY_ASSIGN_OR_RETURN(const int64_t mn, r_.integer(*min, 0, mx, "at most maxNodes"));
-      pool.min_nodes = static_cast<int>(mn);
-    }
-    if (const YamlField* idle = f.get("idleTimeout")) {
-      TY_ASSIGN_OR_RETURN(pool.idle_timeout_seconds,
-                          r_.number(*idle, 0, kMaxAmount, "a number of seconds"));
-    }
-    if (const YamlField* priority = f.get("priority")) {
-      TY_ASSIGN_OR_RETURN(const int64_t pr, r_.integer(*priority, -1000, 1000));
-      pool.priority = static_cast<int>(pr);
-    }
-    if (const YamlField* l = f.get("labels")) {
-      TY_ASSIGN_OR_RETURN(pool.labels, labels(*l));
-    }
-    pool.autoscaled = true;
+    TY_ASSIGN_OR_RETURN(model::Pool pool, model::parse_cloud_pool(r_, p, names_));
+    TY_RETURN_IF_ERROR(room_for_nodes(p, out, pool.max_nodes));
     out.pools.push_back(std::move(pool));
     return util::Status::ok();
   }

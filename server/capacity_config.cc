@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/cloud_pool_yaml.h"
 #include "model/yaml_reader.h"
 #include "server/config.h"
 
@@ -20,75 +21,15 @@ constexpr std::string_view kCapacityKeys[] = {
     "provider",          "catalog",       "seed",        "interruptionRatePerHour",
     "provisioningDelay", "noticeSeconds", "zoneBackoff", "spotFallbackWait",
     "throughputs",       "spotTrace",     "pools"};
-constexpr std::string_view kPoolKeys[] = {"name",        "kind",     "provider", "instanceType",
-                                          "region",      "zones",    "minNodes", "maxNodes",
-                                          "idleTimeout", "priority", "labels"};
 
 class CapacityParser {
  public:
   explicit CapacityParser(const YamlReader& r) : r_(r) {}
 
-  util::Result<std::string> required(const YamlField& item, const YamlFields& f,
-                                     std::string_view key, std::string_view fix) const {
-    const YamlField* v = f.get(key);
-    if (v == nullptr) return r_.missing(item, key, fix);
-    return r_.non_empty_string(*v);
-  }
-
+  // A cloud pool, read as the simulator's cluster file reads one (model/cloud_pool_yaml.h);
+  // "local" names this machine's nodes.
   util::Result<model::Pool> pool(const YamlField& p) {
-    TY_ASSIGN_OR_RETURN(YamlFields f, r_.fields(p, kPoolKeys));
-    model::Pool pool;
-    pool.autoscaled = true;
-    pool.kind = model::PoolKind::OnDemand;
-    TY_ASSIGN_OR_RETURN(pool.name, required(p, f, "name", "a pool needs a name"));
-    if (pool.name == "local" || !names_.insert(pool.name).second)
-      return r_.invalid(*f.get("name"), "a pool name not used before",
-                        "pool names are unique and 'local' is this machine's");
-    if (const YamlField* kind = f.get("kind")) {
-      TY_ASSIGN_OR_RETURN(const std::string k, r_.non_empty_string(*kind));
-      if (k == "spot") {
-        pool.kind = model::PoolKind::Spot;
-      } else if (k != "on-demand") {
-        return r_.invalid(*kind, "spot or on-demand");
-      }
-    }
-    TY_ASSIGN_OR_RETURN(pool.provider, required(p, f, "provider", "aws, gcp, ..."));
-    TY_ASSIGN_OR_RETURN(pool.instance_type,
-                        required(p, f, "instanceType", "the offering, e.g. p3.2xlarge"));
-    if (const YamlField* region = f.get("region")) {
-      TY_ASSIGN_OR_RETURN(pool.region, r_.non_empty_string(*region));
-    }
-    if (const YamlField* zones = f.get("zones")) {
-      TY_ASSIGN_OR_RETURN(std::vector<YamlField> items,
-                          r_.items(*zones, "zone names like [us-east-1a]"));
-      for (const YamlField& zone : items) {
-        TY_ASSIGN_OR_RETURN(std::string z, r_.non_empty_string(zone));
-        pool.zones.push_back(std::move(z));
-      }
-    }
-    const YamlField* max = f.get("maxNodes");
-    if (max == nullptr) return r_.missing(p, "maxNodes", "the most nodes the pool may buy");
-    TY_ASSIGN_OR_RETURN(const int64_t mx, r_.integer(*max, 1, 1000));
-    pool.max_nodes = static_cast<int>(mx);
-    if (const YamlField* min = f.get("minNodes")) {
-      TY_ASSIGN_OR_RETURN(const int64_t mn, r_.integer(*min, 0, mx, "at most maxNodes"));
-      pool.min_nodes = static_cast<int>(mn);
-    }
-    if (const YamlField* idle = f.get("idleTimeout")) {
-      TY_ASSIGN_OR_RETURN(pool.idle_timeout_seconds,
-                          r_.number(*idle, 0, 1e7, "a number of seconds"));
-    }
-    if (const YamlField* priority = f.get("priority")) {
-      TY_ASSIGN_OR_RETURN(const int64_t pr, r_.integer(*priority, -1000, 1000));
-      pool.priority = static_cast<int>(pr);
-    }
-    if (const YamlField* labels = f.get("labels")) {
-      TY_ASSIGN_OR_RETURN(std::vector<YamlField> entries, r_.entries(*labels));
-      for (const YamlField& e : entries) {
-        TY_ASSIGN_OR_RETURN(pool.labels[e.key.Scalar()], r_.string(e));
-      }
-    }
-    return pool;
+    return model::parse_cloud_pool(r_, p, names_, "'local' is this machine's");
   }
 
   util::Result<util::Duration> seconds(const YamlField& f, double lo, double hi) const {
@@ -151,7 +92,7 @@ class CapacityParser {
 
  private:
   const YamlReader& r_;
-  std::set<std::string> names_;
+  std::set<std::string> names_{"local"};
 };
 
 }  // namespace

@@ -7,12 +7,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "cloud/catalog.h"
 #include "cloud/simcloud.h"
 #include "fake_executor.h"
+#include "model/cluster_config.h"
 #include "sched/snapshot.h"
 #include "server/config.h"
 #include "server/control_plane.h"
@@ -133,6 +137,75 @@ TEST_F(CapacityTest, ConfigParsesEveryKeyAndNamesBadOnes) {
   ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
   EXPECT_EQ(ok->policy.autoscale.spot_fallback_wait, util::seconds(60));
   EXPECT_EQ(ok->capacity.provider, CapacityProvider::Static);
+}
+
+// One parser for a cloud pool (model/cloud_pool_yaml.h): the simulator's cluster file and the
+// server's capacity section read the same item to the same pool, and refuse the same mistakes
+// with the same words and limits.
+TEST(CloudPoolYaml, ClusterFileAndServerConfigReadAPoolAlike) {
+  auto item = [](const std::string& change) {
+    std::map<std::string, std::string> f = {{"name", "a"},
+                                            {"kind", "spot"},
+                                            {"provider", "aws"},
+                                            {"instanceType", "p3.2xlarge"},
+                                            {"region", "us-east-1"},
+                                            {"zones", "[us-east-1a, us-east-1b]"},
+                                            {"minNodes", "1"},
+                                            {"maxNodes", "8"},
+                                            {"idleTimeout", "120"},
+                                            {"priority", "5"},
+                                            {"labels", "{tier: cheap}"}};
+    if (!change.empty()) {
+      const auto colon = change.find(':');
+      f[change.substr(0, colon)] = change.substr(colon + 2);
+    }
+    std::string out = "{";
+    for (const auto& [k, v] : f) out += (out.size() > 1 ? ", " : "") + k + ": " + v;
+    return out + "}";
+  };
+  auto sim = model::parse_cluster_yaml("pools:\n  - " + item("") + "\n", "c.yaml");
+  auto srv = parse_server_config("capacity:\n  pools:\n    - " + item("") + "\n", "c.yaml");
+  ASSERT_TRUE(sim.is_ok()) << sim.status().to_string();
+  ASSERT_TRUE(srv.is_ok()) << srv.status().to_string();
+  const model::Pool& a = sim->pools.at(0);
+  const model::Pool& b = srv->capacity.pools.at(0);
+  EXPECT_EQ(a.kind, model::PoolKind::Spot);
+  EXPECT_TRUE(a.autoscaled && b.autoscaled);
+  EXPECT_EQ(std::tie(a.name, a.kind, a.provider, a.instance_type, a.region, a.zones, a.min_nodes,
+                     a.max_nodes, a.idle_timeout_seconds, a.priority, a.labels),
+            std::tie(b.name, b.kind, b.provider, b.instance_type, b.region, b.zones, b.min_nodes,
+                     b.max_nodes, b.idle_timeout_seconds, b.priority, b.labels));
+  for (const std::string bad : {"maxNodes: 1001", "maxNodes: 0", "minNodes: 9", "kind: reserved",
+                                "provider: ''", "instanceType: ''", "idleTimeout: 1e8",
+                                "priority: 2000", "zones: us-east-1a", "region: ''"}) {
+    auto e1 = model::parse_cluster_yaml("pools:\n  - " + item(bad) + "\n", "c.yaml");
+    auto e2 = parse_server_config("capacity:\n  pools:\n    - " + item(bad) + "\n", "c.yaml");
+    ASSERT_FALSE(e1.is_ok()) << bad;
+    ASSERT_FALSE(e2.is_ok()) << bad;
+    const std::string m1 = e1.status().message();
+    const std::string m2 = e2.status().message();
+    ASSERT_NE(m1.find("pools[0]"), std::string::npos) << m1;
+    ASSERT_NE(m2.find("capacity.pools[0]"), std::string::npos) << m2;
+    EXPECT_EQ(m1.substr(m1.find("pools[0]")), m2.substr(m2.find("pools[0]"))) << bad;
+  }
+}
+
+TEST(CloudPoolYaml, NamesAreUniqueAndLocalIsTheServersOwn) {
+  auto twice = model::parse_cluster_yaml(
+      "pools:\n  - {name: a, provider: aws, instanceType: p3.2xlarge, maxNodes: 1}\n"
+      "  - {name: a, provider: aws, instanceType: p3.8xlarge, maxNodes: 1}\n",
+      "c.yaml");
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_NE(twice.status().message().find("c.yaml:3:"), std::string::npos)
+      << twice.status().message();
+  EXPECT_NE(twice.status().message().find("'a' is already used"), std::string::npos);
+  auto local = parse_server_config(
+      "capacity:\n  pools:\n    - {name: local, provider: aws, instanceType: p3.2xlarge, "
+      "maxNodes: 1}\n",
+      "c.yaml");
+  ASSERT_FALSE(local.is_ok());
+  EXPECT_NE(local.status().message().find("'local' is this machine's"), std::string::npos)
+      << local.status().message();
 }
 
 TEST_F(CapacityTest, FleetBuysANodeAndAForcedReclaimBlocksItsZone) {
