@@ -31,6 +31,15 @@ util::Status require_pending(const store::JobRecord& rec, bool has_workers, std:
   return util::Status::ok();
 }
 
+// The job in memory that a control acts on; an error when it has ended, or when its submission
+// has committed but not reached memory yet.
+util::Result<ActiveJob*> controlled_job(JobBook& jobs, const store::JobRecord& rec,
+                                        std::string_view verb) {
+  if (ActiveJob* job = jobs.find(rec.id)) return job;
+  TY_RETURN_IF_ERROR(require_pending(rec, false, verb, ""));
+  return util::unavailable(fmt::format("job {} is being submitted; try again", rec.id.value()));
+}
+
 struct PriorityChoice {
   std::string name;
   int value = 0;
@@ -75,11 +84,7 @@ util::Result<nlohmann::json> ControlPlane::set_held(util::JobId id, const Princi
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   util::MutexLock lock(mu_);
-  ActiveJob* in = jobs_.find(id);
-  if (in == nullptr) {
-    TY_RETURN_IF_ERROR(require_pending(rec, false, verb, ""));
-    return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
-  }
+  TY_ASSIGN_OR_RETURN(ActiveJob * in, controlled_job(jobs_, rec, verb));
   ActiveJob& job = *in;
   if (held) {
     TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), verb,
@@ -114,11 +119,7 @@ util::Result<nlohmann::json> ControlPlane::update(util::JobId id, std::string_vi
   TY_RETURN_IF_ERROR(check_job_access(who, rec.id, rec.team));
   Tx tx;
   util::MutexLock lock(mu_);
-  ActiveJob* in = jobs_.find(id);
-  if (in == nullptr) {
-    TY_RETURN_IF_ERROR(require_pending(rec, false, "updated", ""));
-    return util::unavailable(fmt::format("job {} is being submitted; try again", id.value()));
-  }
+  TY_ASSIGN_OR_RETURN(ActiveJob * in, controlled_job(jobs_, rec, "updated"));
   ActiveJob& job = *in;
   TY_RETURN_IF_ERROR(require_pending(job.rec, !job.workers.empty(), "updated",
                                      "the priority class orders jobs waiting to start"));
