@@ -32,12 +32,12 @@ constexpr std::string_view kIdleKeys[] = {"enabled", "utilPercent", "idleMinutes
 // No `for`: a budget alert fires when the level is crossed.
 constexpr std::string_view kBudgetKeys[] = {"enabled", "warnPercent", "resolveAfter"};
 
-util::Result<int64_t> duration_ms(const YamlReader& r, const YamlField& f, int64_t lo_ms) {
+util::Result<util::Duration> duration(const YamlReader& r, const YamlField& f, int64_t lo_ms) {
   const auto ms = f.value.IsScalar() ? parse_duration_ms(f.value.Scalar()) : std::nullopt;
   if (!ms || *ms < lo_ms || *ms > kMaxDurationMs)
     return r.invalid(f, fmt::format("a duration from {}s to 7d", static_cast<double>(lo_ms) / 1000),
                      "like 90s, 5m or 1h, or a number of seconds");
-  return *ms;
+  return util::Duration(std::chrono::milliseconds(*ms));
 }
 
 // The keys every rule has: enabled, for, resolveAfter.
@@ -46,10 +46,10 @@ util::Status timing(const YamlReader& r, const YamlFields& f, Timing& t) {
     TY_ASSIGN_OR_RETURN(t.enabled, r.boolean(*v));
   }
   if (const YamlField* v = f.get("for")) {
-    TY_ASSIGN_OR_RETURN(t.for_ms, duration_ms(r, *v, 0));
+    TY_ASSIGN_OR_RETURN(t.fire_after, duration(r, *v, 0));
   }
   if (const YamlField* v = f.get("resolveAfter")) {
-    TY_ASSIGN_OR_RETURN(t.resolve_after_ms, duration_ms(r, *v, 0));
+    TY_ASSIGN_OR_RETURN(t.resolve_after, duration(r, *v, 0));
   }
   return util::Status::ok();
 }
@@ -78,7 +78,7 @@ util::Status parse_memory_leak(const YamlReader& r, const YamlField& section,
                                telemetry::AlertRules::MemoryLeak& t) {
   TY_ASSIGN_OR_RETURN(YamlFields f, r.fields(section, kMemoryLeakKeys));
   if (const YamlField* v = f.get("window")) {
-    TY_ASSIGN_OR_RETURN(t.window_ms, duration_ms(r, *v, 1000));
+    TY_ASSIGN_OR_RETURN(t.window, duration(r, *v, 1000));
   }
   if (const YamlField* v = f.get("minRisePercent")) {
     TY_ASSIGN_OR_RETURN(const double p, r.number(*v, 0.1, 100));
@@ -105,10 +105,10 @@ util::Status parse_idle(const YamlReader& r, const YamlField& section,
   }
   if (const YamlField* v = f.get("idleMinutes")) {
     TY_ASSIGN_OR_RETURN(const double m, r.number(*v, 0, 10080, "a number of minutes"));
-    t.for_ms = std::llround(m * 60'000);
+    t.fire_after = std::chrono::milliseconds(std::llround(m * 60'000));
   }
   if (const YamlField* v = f.get("idleFor")) {
-    TY_ASSIGN_OR_RETURN(t.for_ms, duration_ms(r, *v, 0));
+    TY_ASSIGN_OR_RETURN(t.fire_after, duration(r, *v, 0));
   }
   return timing(r, f, t);
 }

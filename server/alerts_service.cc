@@ -31,14 +31,14 @@ model::AlertView alert_view(const telemetry::Alert& a) {
                      .state = a.firing() ? "firing" : "resolved",
                      .subject = {.team = a.subject.team},
                      .summary = a.summary,
-                     .started_at = util::format_time_ms(util::from_millis(a.started_ms))};
+                     .started_at = util::format_time_ms(a.started)};
   for (const auto& j : a.subject.jobs)
     v.subject.jobs.push_back({.id = j.id, .name = j.name, .team = j.team});
   if (!a.subject.gpu_uuid.empty())
     v.subject.gpu = model::AlertGpuView{
         .uuid = a.subject.gpu_uuid, .index = a.subject.gpu_index, .model = a.subject.gpu_model};
   if (!a.firing()) v.resolution = a.resolution;
-  if (a.resolved_ms) v.resolved_at = util::format_time_ms(util::from_millis(*a.resolved_ms));
+  if (a.resolved) v.resolved_at = util::format_time_ms(*a.resolved);
   return v;
 }
 
@@ -66,10 +66,9 @@ nlohmann::json webhook_json(const telemetry::Alert& a) {
       {"status", status},
       {"labels", labels},
       {"annotations", annotations},
-      {"startsAt", util::format_time_ms(util::from_millis(a.started_ms))},
+      {"startsAt", util::format_time_ms(a.started)},
       // Alertmanager's "no end yet" is the zero time.
-      {"endsAt", a.resolved_ms ? util::format_time_ms(util::from_millis(*a.resolved_ms))
-                               : "0001-01-01T00:00:00Z"},
+      {"endsAt", a.resolved ? util::format_time_ms(*a.resolved) : "0001-01-01T00:00:00Z"},
       {"fingerprint", fmt::format("{:016x}", a.id)}};
   return {{"version", "4"},
           {"status", status},
@@ -87,12 +86,12 @@ AlertService::AlertService(AlertsConfig config, Sink sink)
   if (!config_.webhook.url.empty()) webhook_ = std::make_unique<WebhookSender>(config_.webhook);
 }
 
-void AlertService::on_round(int64_t now_ms, const std::vector<AttributedSample>& round) {
+void AlertService::on_round(util::Time now, const std::vector<AttributedSample>& round) {
   const auto obs = observations(round);
   std::vector<telemetry::AlertTransition> transitions;
   {
     util::MutexLock lock(mu_);
-    transitions = engine_.evaluate(now_ms, obs);
+    transitions = engine_.evaluate(now, obs);
     for (const auto& t : transitions)
       if (!t.alert.firing()) resolved_.push_back(t.alert);
     while (static_cast<int>(resolved_.size()) > config_.keep_resolved) resolved_.pop_front();
@@ -100,12 +99,12 @@ void AlertService::on_round(int64_t now_ms, const std::vector<AttributedSample>&
   publish(transitions);
 }
 
-void AlertService::on_team_spend(int64_t now_ms, const std::string& team, double spent,
+void AlertService::on_team_spend(util::Time now, const std::string& team, double spent,
                                  double budget) {
   std::vector<telemetry::AlertTransition> transitions;
   {
     util::MutexLock lock(mu_);
-    transitions = engine_.evaluate_budget(now_ms, team, spent, budget);
+    transitions = engine_.evaluate_budget(now, team, spent, budget);
     for (const auto& t : transitions)
       if (!t.alert.firing()) resolved_.push_back(t.alert);
     while (static_cast<int>(resolved_.size()) > config_.keep_resolved) resolved_.pop_front();

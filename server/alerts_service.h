@@ -31,9 +31,9 @@ class AlertService {
   AlertService(AlertsConfig config, Sink sink);
 
   // One telemetry round: every device's newest attributed sample.
-  void on_round(int64_t now_ms, const std::vector<AttributedSample>& round) TY_EXCLUDES(mu_);
-  // A team's spending against its budget. Nothing calls it yet: cost accounting does not exist.
-  void on_team_spend(int64_t now_ms, const std::string& team, double spent, double budget)
+  void on_round(util::Time now, const std::vector<AttributedSample>& round) TY_EXCLUDES(mu_);
+  // A team's spending against its budget (cost keeping calls it every reconcile cycle).
+  void on_team_spend(util::Time now, const std::string& team, double spent, double budget)
       TY_EXCLUDES(mu_);
 
   // Firing alerts, newest first, then (with `include_resolved`) the resolved ones kept, newest

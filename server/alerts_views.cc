@@ -13,14 +13,10 @@ bool is_job_alert(const telemetry::Alert& a) {
   return a.rule == telemetry::kRuleJobMemoryLeak || a.rule == telemetry::kRuleJobGpuIdle;
 }
 
-util::Time time_of(int64_t ms) {
-  return util::Time(std::chrono::milliseconds(ms));
-}
-
 std::string event_reason(const telemetry::Alert& a) {
   if (a.firing()) return fmt::format("[{}] {}: {} (alert {})", a.severity, a.rule, a.summary, a.id);
   return fmt::format("{} resolved: {} (alert {}, fired {})", a.rule, a.resolution, a.id,
-                     util::format_time(time_of(a.started_ms)));
+                     util::format_time(a.started));
 }
 
 }  // namespace
@@ -50,7 +46,7 @@ void ControlPlane::append_alert_events(const std::vector<telemetry::AlertTransit
       auto rec = load_record(util::JobId(job.id));
       if (!rec.is_ok()) continue;
       events.push_back({.job = rec->id,
-                        .at = time_of(a.firing() ? a.started_ms : *a.resolved_ms),
+                        .at = a.firing() ? a.started : *a.resolved,
                         .type = a.firing() ? "Alert" : "AlertResolved",
                         .to_state = std::string(model::job_state_name(rec->state)),
                         .attempt = rec->attempt,

@@ -219,10 +219,7 @@ void CostKeeping::tick(util::Time now, const std::vector<model::Team>& teams,
     const auto team = it->second.teams.find(t.name);
     const double spent = team == it->second.teams.end() ? 0 : team->second.cost_usd;
     budget_left_[t.name] = t.budget_usd - spent;
-    if (alerts != nullptr)
-      alerts->on_team_spend(
-          std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count(),
-          t.name, spent, t.budget_usd);
+    if (alerts != nullptr) alerts->on_team_spend(now, t.name, spent, t.budget_usd);
   }
 }
 

@@ -27,7 +27,8 @@ bool is_application_xid(int xid) {
          std::end(kApplicationXids);
 }
 
-std::string format_alert_duration(int64_t ms) {
+std::string format_alert_duration(util::Duration d) {
+  int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   if (ms < 0) ms = 0;
   if (ms < 60'000) {
     if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
@@ -40,11 +41,11 @@ std::string format_alert_duration(int64_t ms) {
                             : fmt::format("{}h{}m", s / 3600, s % 3600 / 60);
 }
 
-void AlertEngine::step(int64_t now_ms, const Key& key, const AlertRules::Timing& timing,
+void AlertEngine::step(util::Time now, const Key& key, const AlertRules::Timing& timing,
                        const std::string& severity, const AlertSubject& subject, const Verdict& v,
                        std::vector<AlertTransition>& out) {
   State& st = states_[key];
-  st.seen_ms = now_ms;
+  st.seen = now;
   switch (v.level) {
     case Level::Unknown:
       return;
@@ -58,15 +59,15 @@ void AlertEngine::step(int64_t now_ms, const Key& key, const AlertRules::Timing&
     case Level::Good:
       st.bad_since.reset();
       if (!st.alert) return;
-      if (!st.good_since) st.good_since = now_ms;
-      if (now_ms - *st.good_since >= timing.resolve_after_ms) {
+      if (!st.good_since) st.good_since = now;
+      if (now - *st.good_since >= timing.resolve_after) {
         Alert a = std::move(*st.alert);
         st.alert.reset();
         st.good_since.reset();
-        a.resolved_ms = now_ms;
+        a.resolved = now;
         a.resolution =
-            timing.resolve_after_ms > 0
-                ? fmt::format("{} for {}", v.text, format_alert_duration(timing.resolve_after_ms))
+            timing.resolve_after > util::Duration(0)
+                ? fmt::format("{} for {}", v.text, format_alert_duration(timing.resolve_after))
                 : v.text;
         out.push_back({std::move(a)});
       }
@@ -74,16 +75,17 @@ void AlertEngine::step(int64_t now_ms, const Key& key, const AlertRules::Timing&
     case Level::Bad: {
       st.good_since.reset();
       if (st.alert) return;  // firing already: one alert per episode
-      if (!st.bad_since) st.bad_since = now_ms;
-      if (now_ms - *st.bad_since < timing.for_ms) return;
+      if (!st.bad_since) st.bad_since = now;
+      if (now - *st.bad_since < timing.fire_after) return;
       Alert a{.id = next_id_++,
               .rule = std::get<0>(key),
               .severity = severity,
               .subject = subject,
-              .summary = timing.for_ms > 0 ? fmt::format("{} for {}", v.text,
-                                                         format_alert_duration(timing.for_ms))
-                                           : v.text,
-              .started_ms = now_ms};
+              .summary =
+                  timing.fire_after > util::Duration(0)
+                      ? fmt::format("{} for {}", v.text, format_alert_duration(timing.fire_after))
+                      : v.text,
+              .started = now};
       st.alert = a;
       out.push_back({std::move(a)});
       return;
@@ -91,16 +93,16 @@ void AlertEngine::step(int64_t now_ms, const Key& key, const AlertRules::Timing&
   }
 }
 
-void AlertEngine::resolve_unseen(int64_t now_ms, std::vector<AlertTransition>& out) {
+void AlertEngine::resolve_unseen(util::Time now, std::vector<AlertTransition>& out) {
   for (auto it = states_.begin(); it != states_.end();) {
     const bool team = std::get<0>(it->first) == kRuleTeamBudget;  // fed separately
-    if (team || it->second.seen_ms == now_ms) {
+    if (team || it->second.seen == now) {
       ++it;
       continue;
     }
     if (it->second.alert) {
       Alert a = std::move(*it->second.alert);
-      a.resolved_ms = now_ms;
+      a.resolved = now;
       a.resolution = a.subject.jobs.empty() || std::get<2>(it->first) == 0
                          ? "the device is no longer reported"
                          : "the job no longer holds the GPU";
@@ -111,21 +113,21 @@ void AlertEngine::resolve_unseen(int64_t now_ms, std::vector<AlertTransition>& o
   }
 }
 
-std::vector<AlertTransition> AlertEngine::evaluate(int64_t now_ms,
+std::vector<AlertTransition> AlertEngine::evaluate(util::Time now,
                                                    const std::vector<AlertObservation>& round) {
   std::vector<AlertTransition> out;
   for (const auto& o : round) {
-    evaluate_device(now_ms, o, out);
-    evaluate_jobs(now_ms, o, out);
+    evaluate_device(now, o, out);
+    evaluate_jobs(now, o, out);
     DeviceMemory& mem = devices_[o.sample.uuid];
     if (o.sample.ecc_uncorrected_volatile) mem.ecc = o.sample.ecc_uncorrected_volatile;
     if (o.sample.xid_count) mem.xid_count = *o.sample.xid_count;
   }
-  resolve_unseen(now_ms, out);
+  resolve_unseen(now, out);
   return out;
 }
 
-std::vector<AlertTransition> AlertEngine::evaluate_budget(int64_t now_ms, const std::string& team,
+std::vector<AlertTransition> AlertEngine::evaluate_budget(util::Time now, const std::string& team,
                                                           double spent, double budget) {
   std::vector<AlertTransition> out;
   const auto& r = rules_.budget;
@@ -144,7 +146,7 @@ std::vector<AlertTransition> AlertEngine::evaluate_budget(int64_t now_ms, const 
         share >= level
             ? Verdict{Level::Bad, fmt::format("{}, at or above {:.0f}%", numbers, level * 100)}
             : Verdict{Level::Good, fmt::format("{}, below {:.0f}%", numbers, level * 100)};
-    step(now_ms, key, r, severity, subject, v, out);
+    step(now, key, r, severity, subject, v, out);
   }
   return out;
 }

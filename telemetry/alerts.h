@@ -2,7 +2,8 @@
 // transitions, firing once when a condition has held for its rule's duration and resolving when
 // it has been clear for `resolve_after`. Every threshold is a field of AlertRules whose comment
 // names its source; docs/alerts.md lists them with what to do about each alert.
-// Pure: no clock, no I/O; time comes in as `now_ms`. Thread-compatible (callers serialize).
+// Pure: no clock, no I/O; time comes in as `now` (util::Time). Thread-compatible (callers
+// serialize).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "telemetry/gpu_sample.h"
+#include "util/clock.h"
 
 namespace trainyard::telemetry {
 
@@ -40,13 +42,14 @@ const std::vector<std::pair<std::string, std::string>>& alert_rule_severities();
 bool is_application_xid(int xid);
 
 struct AlertRules {
-  // Every rule: `enabled`, `for_ms` (how long the condition must hold before it fires; 0 = at
-  // once) and `resolve_after_ms` (how long it must be clear before it resolves: hysteresis in
-  // time, so a value hovering at a threshold does not fire and resolve every few seconds).
+  // Every rule: `enabled`, `fire_after` (how long the condition must hold before it fires,
+  // the config's `for`; 0 = at once) and `resolve_after` (how long it must be clear before it
+  // resolves: hysteresis in time, so a value hovering at a threshold does not fire and resolve
+  // every few seconds).
   struct Timing {
     bool enabled = true;
-    int64_t for_ms = 0;
-    int64_t resolve_after_ms = 60'000;
+    util::Duration fire_after{0};
+    util::Duration resolve_after = util::seconds(60);
   };
   // GPU temperature. 85 C for 5 minutes is the common PromQL rule (`DCGM_FI_DEV_GPU_TEMP > 85`
   // for 5m); Grafana dashboard 12239 colours 83 C and 87 C. Clearing needs the temperature
@@ -57,41 +60,41 @@ struct AlertRules {
     double hysteresis_c = 3;
     bool slowdown = true;
   };
-  Temperature temperature{{.for_ms = 5 * 60'000}};
+  Temperature temperature{{.fire_after = util::seconds(5 * 60)}};
   // Clock slowdown from heat or power (kThrottleThermalOrPower: HW slowdown, SW/HW thermal, HW
   // power brake); idle, application-clock and power-cap reasons are benign. 5 minutes is ours,
   // matching the temperature rule.
-  Timing throttling{.for_ms = 5 * 60'000};
+  Timing throttling{.fire_after = util::seconds(5 * 60)};
   // Uncorrected (double-bit) volatile ECC errors increased: fires at once and stays firing until
-  // no new error for `resolve_after_ms` (5 minutes, like `increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
+  // no new error for `resolve_after` (5 minutes, like `increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
   // [5m]) > 0`). The first reading of a device is the baseline.
-  Timing ecc{.resolve_after_ms = 5 * 60'000};
+  Timing ecc{.resolve_after = util::seconds(5 * 60)};
   // A new XID error: application XIDs (is_application_xid) warn, the others are critical
   // device errors. Held like ECC errors.
-  Timing xid{.resolve_after_ms = 5 * 60'000};
-  // A job's GPU memory rising steadily over `window_ms`: a positive least-squares slope whose
+  Timing xid{.resolve_after = util::seconds(5 * 60)};
+  // A job's GPU memory rising steadily over `window`: a positive least-squares slope whose
   // rise across the window is more than `min_rise_share` of the device's memory. SageMaker
   // Debugger's GPUMemoryIncrease uses windows of 10 and an increase of 5% (absolute). Fires as
-  // soon as a full window shows it (for_ms is 0); clears below half the rise (ours).
+  // soon as a full window shows it (fire_after is 0); clears below half the rise (ours).
   struct MemoryLeak : Timing {
-    int64_t window_ms = 10 * 60'000;
+    util::Duration window = util::seconds(10 * 60);
     double min_rise_share = 0.05;
   };
   MemoryLeak memory_leak;
-  // A GPU held by a job with utilization below `util_percent` for `for_ms` (30 minutes; the
+  // A GPU held by a job with utilization below `util_percent` for `fire_after` (30 minutes; the
   // common rule is `GPU_UTIL < 20` for 1h while the pod runs; 5% is the idle level of
   // KempnerPulse's rule ladder). MIG devices report no utilization: SM activity is used there
   // when known, else the rule does not apply.
   struct Idle : Timing {
     double util_percent = 5;
   };
-  Idle idle{{.for_ms = 30 * 60'000}};
+  Idle idle{{.fire_after = util::seconds(30 * 60)}};
   // A team's spending against its budget: warning at `warn_share`, critical at 100%. Fires at
   // once; resolves when the spending is below the level again (a new period, a raised budget).
   struct Budget : Timing {
     double warn_share = 0.80;
   };
-  Budget budget{{.resolve_after_ms = 0}};
+  Budget budget{{.resolve_after = util::Duration(0)}};
 };
 
 struct AlertJob {
@@ -123,9 +126,9 @@ struct Alert {
   AlertSubject subject;
   std::string summary;     // what was seen when it fired, with numbers and units
   std::string resolution;  // why it resolved; "" while firing
-  int64_t started_ms = 0;
-  std::optional<int64_t> resolved_ms;
-  bool firing() const { return !resolved_ms.has_value(); }
+  util::Time started{};
+  std::optional<util::Time> resolved;
+  bool firing() const { return !resolved.has_value(); }
 };
 
 // A firing alert when `alert.firing()`, else a resolution.
@@ -139,10 +142,10 @@ class AlertEngine {
 
   // One round: every device's newest reading. A subject absent from the round (the job left the
   // GPU, the device vanished) resolves at once. Returns the firings and resolutions, in order.
-  std::vector<AlertTransition> evaluate(int64_t now_ms, const std::vector<AlertObservation>& round);
+  std::vector<AlertTransition> evaluate(util::Time now, const std::vector<AlertObservation>& round);
   // Team spending (cost accounting feeds it). Non-finite or negative numbers and a budget <= 0
   // are ignored.
-  std::vector<AlertTransition> evaluate_budget(int64_t now_ms, const std::string& team,
+  std::vector<AlertTransition> evaluate_budget(util::Time now, const std::string& team,
                                                double spent, double budget);
 
   // Firing alerts, oldest first.
@@ -162,28 +165,28 @@ class AlertEngine {
   // (rule, device uuid or team, job id, severity class) identifies one alert's subject.
   using Key = std::tuple<std::string, std::string, int64_t, std::string>;
   struct State {
-    std::optional<int64_t> bad_since, good_since;
+    std::optional<util::Time> bad_since, good_since;
     std::optional<Alert> alert;  // set while firing
-    int64_t seen_ms = 0;         // last round that evaluated this key
+    util::Time seen{};           // last round that evaluated this key
   };
   struct DeviceMemory {
     std::optional<uint64_t> ecc;
     uint64_t xid_count = 0;
   };
   struct Point {
-    int64_t t_ms;
+    util::Time t;
     double bytes;
   };
 
-  void step(int64_t now_ms, const Key& key, const AlertRules::Timing& timing,
+  void step(util::Time now, const Key& key, const AlertRules::Timing& timing,
             const std::string& severity, const AlertSubject& subject, const Verdict& v,
             std::vector<AlertTransition>& out);
-  void evaluate_device(int64_t now_ms, const AlertObservation& o,
+  void evaluate_device(util::Time now, const AlertObservation& o,
                        std::vector<AlertTransition>& out);
-  void evaluate_jobs(int64_t now_ms, const AlertObservation& o, std::vector<AlertTransition>& out);
-  Verdict leak_verdict(const Key& key, int64_t now_ms, std::optional<double> bytes,
+  void evaluate_jobs(util::Time now, const AlertObservation& o, std::vector<AlertTransition>& out);
+  Verdict leak_verdict(const Key& key, util::Time now, std::optional<double> bytes,
                        std::optional<uint64_t> total);
-  void resolve_unseen(int64_t now_ms, std::vector<AlertTransition>& out);
+  void resolve_unseen(util::Time now, std::vector<AlertTransition>& out);
 
   AlertRules rules_;
   std::map<Key, State> states_;

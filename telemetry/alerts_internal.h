@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <string>
 
+#include "util/clock.h"
+
 namespace trainyard::telemetry {
 
-// 3000 -> "3s", 1500 -> "1.5s", 300000 -> "5m", 5400000 -> "1h30m".
-std::string format_alert_duration(int64_t ms);
+// 3 s -> "3s", 1.5 s -> "1.5s", 5 min -> "5m", 90 min -> "1h30m" (to the millisecond).
+std::string format_alert_duration(util::Duration d);
 
 }  // namespace trainyard::telemetry

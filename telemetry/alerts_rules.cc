@@ -62,11 +62,12 @@ Verdict temperature_verdict(const GpuSample& s, double fire, double hysteresis, 
   return {Level::Band, ""};
 }
 
-// Least-squares slope of bytes over time, in bytes per millisecond.
-double slope_per_ms(const std::vector<std::pair<int64_t, double>>& points) {
+// Least-squares slope of bytes over time, in bytes per millisecond; points are (milliseconds
+// from the first point, bytes).
+double slope_per_ms(const std::vector<std::pair<double, double>>& points) {
   double mean_t = 0, mean_b = 0;
   for (const auto& [t, b] : points) {
-    mean_t += static_cast<double>(t - points.front().first);
+    mean_t += t - points.front().first;
     mean_b += b;
   }
   const auto n = static_cast<double>(points.size());
@@ -74,29 +75,34 @@ double slope_per_ms(const std::vector<std::pair<int64_t, double>>& points) {
   mean_b /= n;
   double num = 0, den = 0;
   for (const auto& [t, b] : points) {
-    const double dt = static_cast<double>(t - points.front().first) - mean_t;
+    const double dt = t - points.front().first - mean_t;
     num += dt * (b - mean_b);
     den += dt * dt;
   }
   return den > 0 ? num / den : 0;
 }
 
+// A duration in milliseconds, with fractions.
+double to_ms(util::Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
 }  // namespace
 
-void AlertEngine::evaluate_device(int64_t now_ms, const AlertObservation& o,
+void AlertEngine::evaluate_device(util::Time now, const AlertObservation& o,
                                   std::vector<AlertTransition>& out) {
   const GpuSample& s = o.sample;
   const AlertSubject subject{
       .gpu_uuid = s.uuid, .gpu_index = s.index, .gpu_model = s.model, .jobs = o.jobs};
   if (const auto& r = rules_.temperature; r.enabled) {
-    step(now_ms, {kRuleGpuTemperature, s.uuid, 0, ""}, r, kSeverityWarning, subject,
+    step(now, {kRuleGpuTemperature, s.uuid, 0, ""}, r, kSeverityWarning, subject,
          temperature_verdict(s, r.threshold_c, r.hysteresis_c, "the alert threshold"), out);
     const Verdict slowdown = r.slowdown && s.slowdown_temperature_c
                                  ? temperature_verdict(s, *s.slowdown_temperature_c, r.hysteresis_c,
                                                        "its slowdown threshold")
                                  : Verdict{};
-    step(now_ms, {kRuleGpuSlowdownTemperature, s.uuid, 0, ""}, r, kSeverityCritical, subject,
-         slowdown, out);
+    step(now, {kRuleGpuSlowdownTemperature, s.uuid, 0, ""}, r, kSeverityCritical, subject, slowdown,
+         out);
   }
   if (const auto& r = rules_.throttling; r.enabled) {
     Verdict v;
@@ -107,7 +113,7 @@ void AlertEngine::evaluate_device(int64_t now_ms, const AlertObservation& o,
                                           throttle_names(bits), *s.throttle_reasons)}
                     : Verdict{Level::Good, "no thermal or power slowdown"};
     }
-    step(now_ms, {kRuleGpuThrottling, s.uuid, 0, ""}, r, kSeverityWarning, subject, v, out);
+    step(now, {kRuleGpuThrottling, s.uuid, 0, ""}, r, kSeverityWarning, subject, v, out);
   }
   const DeviceMemory before = devices_.count(s.uuid) ? devices_[s.uuid] : DeviceMemory{};
   if (const auto& r = rules_.ecc; r.enabled) {
@@ -121,7 +127,7 @@ void AlertEngine::evaluate_device(int64_t now_ms, const AlertObservation& o,
                                                 device_name(s), now_count - *before.ecc, now_count)}
               : Verdict{Level::Good, "no new uncorrected ECC error"};
     }
-    step(now_ms, {kRuleGpuEccUncorrected, s.uuid, 0, ""}, r, kSeverityCritical, subject, v, out);
+    step(now, {kRuleGpuEccUncorrected, s.uuid, 0, ""}, r, kSeverityCritical, subject, v, out);
   }
   if (const auto& r = rules_.xid; r.enabled) {
     // xid_count counts from the sampler's start, so every one it reports is new to us.
@@ -139,14 +145,13 @@ void AlertEngine::evaluate_device(int64_t now_ms, const AlertObservation& o,
         (is_app ? app : device) = std::move(bad);
       }
     }
-    step(now_ms, {kRuleGpuXid, s.uuid, 0, kSeverityWarning}, r, kSeverityWarning, subject, app,
-         out);
-    step(now_ms, {kRuleGpuXid, s.uuid, 0, kSeverityCritical}, r, kSeverityCritical, subject, device,
+    step(now, {kRuleGpuXid, s.uuid, 0, kSeverityWarning}, r, kSeverityWarning, subject, app, out);
+    step(now, {kRuleGpuXid, s.uuid, 0, kSeverityCritical}, r, kSeverityCritical, subject, device,
          out);
   }
 }
 
-void AlertEngine::evaluate_jobs(int64_t now_ms, const AlertObservation& o,
+void AlertEngine::evaluate_jobs(util::Time now, const AlertObservation& o,
                                 std::vector<AlertTransition>& out) {
   const GpuSample& s = o.sample;
   for (const AlertJob& job : o.jobs) {
@@ -173,7 +178,7 @@ void AlertEngine::evaluate_jobs(int64_t now_ms, const AlertObservation& o,
                 : Verdict{Level::Good, fmt::format("utilization {:.1f}%, at or above {:.0f}%",
                                                    *util, r.util_percent)};
       }
-      step(now_ms, {kRuleJobGpuIdle, s.uuid, job.id, ""}, r, kSeverityWarning, subject, v, out);
+      step(now, {kRuleJobGpuIdle, s.uuid, job.id, ""}, r, kSeverityWarning, subject, v, out);
     }
     if (const auto& r = rules_.memory_leak; r.enabled) {
       // The job's own processes when they are known; the whole device when it is alone on it.
@@ -186,34 +191,34 @@ void AlertEngine::evaluate_jobs(int64_t now_ms, const AlertObservation& o,
       if (!bytes && o.jobs.size() == 1 && s.memory_used_bytes)
         bytes = static_cast<double>(*s.memory_used_bytes);
       const Key key{kRuleJobMemoryLeak, s.uuid, job.id, ""};
-      Verdict v = leak_verdict(key, now_ms, bytes, s.memory_total_bytes);
+      Verdict v = leak_verdict(key, now, bytes, s.memory_total_bytes);
       if (v.level == Level::Bad)
         v.text = fmt::format("{} on {}: {}", job_name(job), device_name(s), v.text);
-      step(now_ms, key, r, kSeverityWarning, subject, v, out);
+      step(now, key, r, kSeverityWarning, subject, v, out);
     }
   }
 }
 
-AlertEngine::Verdict AlertEngine::leak_verdict(const Key& key, int64_t now_ms,
+AlertEngine::Verdict AlertEngine::leak_verdict(const Key& key, util::Time now,
                                                std::optional<double> bytes,
                                                std::optional<uint64_t> total) {
   const auto& r = rules_.memory_leak;
   auto& series = memory_series_[key];
-  const int64_t window = std::max<int64_t>(1, r.window_ms);
+  const util::Duration window = std::max<util::Duration>(std::chrono::milliseconds(1), r.window);
   if (bytes && std::isfinite(*bytes) &&
-      (series.empty() || now_ms - series.back().t_ms >= window / kLeakPointsPerWindow))
-    series.push_back({now_ms, *bytes});
+      (series.empty() || now - series.back().t >= window / kLeakPointsPerWindow))
+    series.push_back({now, *bytes});
   series.erase(std::remove_if(series.begin(), series.end(),
-                              [&](const Point& p) { return p.t_ms < now_ms - window; }),
+                              [&](const Point& p) { return p.t < now - window; }),
                series.end());
   if (!bytes || !total || *total == 0 || series.size() < 3) return {};
-  const int64_t span = series.back().t_ms - series.front().t_ms;
-  if (static_cast<double>(span) < kLeakMinSpanShare * static_cast<double>(window)) return {};
-  std::vector<std::pair<int64_t, double>> points;
+  const util::Duration span = series.back().t - series.front().t;
+  if (to_ms(span) < kLeakMinSpanShare * to_ms(window)) return {};
+  std::vector<std::pair<double, double>> points;
   points.reserve(series.size());
-  for (const auto& p : series) points.emplace_back(p.t_ms, p.bytes);
+  for (const auto& p : series) points.emplace_back(to_ms(p.t - series.front().t), p.bytes);
   const double slope = slope_per_ms(points);
-  const double rise = slope * static_cast<double>(span);
+  const double rise = slope * to_ms(span);
   const double share = rise / static_cast<double>(*total);
   const std::string numbers =
       fmt::format("memory {} {} ({:.1f}% of {}) over {} by least squares ({}/min), now {}",

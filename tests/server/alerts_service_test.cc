@@ -19,7 +19,7 @@ TEST(AlertsConfig, DefaultsComeFromTheRulesAndEveryKeyParses) {
   auto def = parse_server_config("policy: fifo\n", "c.yaml");
   ASSERT_TRUE(def.is_ok());
   EXPECT_TRUE(def->alerts.enabled);
-  EXPECT_EQ(def->alerts.rules.idle.for_ms, 30 * 60'000);
+  EXPECT_EQ(def->alerts.rules.idle.fire_after, util::seconds(30 * 60));
   EXPECT_EQ(def->alerts.rules.temperature.threshold_c, 85);
   EXPECT_TRUE(def->alerts.webhook.url.empty());
 
@@ -40,14 +40,14 @@ TEST(AlertsConfig, DefaultsComeFromTheRulesAndEveryKeyParses) {
   const auto& r = c->alerts.rules;
   EXPECT_EQ(c->alerts.keep_resolved, 10);
   EXPECT_EQ(r.temperature.threshold_c, 83);
-  EXPECT_EQ(r.temperature.for_ms, 120'000);
-  EXPECT_EQ(r.temperature.resolve_after_ms, 30'000);
+  EXPECT_EQ(r.temperature.fire_after, util::seconds(120));
+  EXPECT_EQ(r.temperature.resolve_after, util::seconds(30));
   EXPECT_FALSE(r.temperature.slowdown);
   EXPECT_FALSE(r.throttling.enabled);
-  EXPECT_EQ(r.ecc.resolve_after_ms, 3'600'000);
-  EXPECT_EQ(r.memory_leak.window_ms, 15 * 60'000);
+  EXPECT_EQ(r.ecc.resolve_after, util::seconds(3600));
+  EXPECT_EQ(r.memory_leak.window, util::seconds(15 * 60));
   EXPECT_DOUBLE_EQ(r.memory_leak.min_rise_share, 0.10);
-  EXPECT_EQ(r.idle.for_ms, 30'000);
+  EXPECT_EQ(r.idle.fire_after, util::seconds(30));
   EXPECT_EQ(r.idle.util_percent, 10);
   EXPECT_DOUBLE_EQ(r.budget.warn_share, 0.90);
   EXPECT_EQ(c->alerts.webhook.url, "http://127.0.0.1:9/hook?x=1");
@@ -108,17 +108,18 @@ AttributedSample idle_sample(int64_t now_ms, double util) {
 
 TEST(AlertService, FiresIntoTheSinkListsAndCountsThenKeepsABoundedResolvedList) {
   AlertsConfig config;
-  config.rules.idle.for_ms = 2000;
-  config.rules.idle.resolve_after_ms = 0;
+  config.rules.idle.fire_after = util::seconds(2);
+  config.rules.idle.resolve_after = util::Duration(0);
   config.keep_resolved = 2;
   std::vector<telemetry::AlertTransition> seen;
   AlertService service(config, [&](const auto& t) { seen.insert(seen.end(), t.begin(), t.end()); });
   int64_t now = 1'000'000;
   for (int episode = 0; episode < 3; ++episode) {
-    for (int i = 0; i <= 3; ++i, now += 1000) service.on_round(now, {idle_sample(now, 0)});
+    for (int i = 0; i <= 3; ++i, now += 1000)
+      service.on_round(util::from_millis(now), {idle_sample(now, 0)});
     EXPECT_EQ(service.alerts(false).size(), 1u);
     EXPECT_EQ(service.firing_counts().at({"job-gpu-idle", "warning"}), 1);
-    service.on_round(now, {idle_sample(now, 90)});
+    service.on_round(util::from_millis(now), {idle_sample(now, 90)});
     now += 1000;
     EXPECT_TRUE(service.alerts(false).empty());
   }
@@ -154,13 +155,13 @@ TEST(AlertService, WebhookGetsAnAlertmanagerShapedPostPerTransition) {
   std::thread serve([&] { receiver.listen_after_bind(); });
 
   AlertsConfig config;
-  config.rules.idle.for_ms = 0;
-  config.rules.idle.resolve_after_ms = 0;
+  config.rules.idle.fire_after = util::Duration(0);
+  config.rules.idle.resolve_after = util::Duration(0);
   config.webhook.url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
   {
     AlertService service(config, nullptr);
-    service.on_round(1000, {idle_sample(1000, 0)});
-    service.on_round(2000, {idle_sample(2000, 50)});
+    service.on_round(util::from_millis(1000), {idle_sample(1000, 0)});
+    service.on_round(util::from_millis(2000), {idle_sample(2000, 50)});
     for (int i = 0; i < 200; ++i) {
       {
         std::lock_guard lock(mu);
@@ -184,14 +185,15 @@ TEST(AlertService, WebhookGetsAnAlertmanagerShapedPostPerTransition) {
 
 TEST(AlertService, UnreachableWebhookNeverBlocksARound) {
   AlertsConfig config;
-  config.rules.idle.for_ms = 0;
-  config.rules.idle.resolve_after_ms = 0;
+  config.rules.idle.fire_after = util::Duration(0);
+  config.rules.idle.resolve_after = util::Duration(0);
   config.webhook.url = "http://10.255.255.1:9/hook";  // unroutable: connects time out
   config.webhook.timeout = std::chrono::seconds(1);
   AlertService service(config, nullptr);
   const auto start = util::WallClock::steady_now();
   for (int i = 0; i < 50; ++i)
-    service.on_round(1000 * (i + 1), {idle_sample(1000 * (i + 1), i % 2 == 0 ? 0 : 90)});
+    service.on_round(util::from_millis(1000 * (i + 1)),
+                     {idle_sample(1000 * (i + 1), i % 2 == 0 ? 0 : 90)});
   // 50 transitions against a 1 s timeout each: the rounds must not have waited for them.
   EXPECT_LT(util::WallClock::steady_now() - start, std::chrono::milliseconds(500));
   EXPECT_EQ(service.alerts(true).size(), 25u);

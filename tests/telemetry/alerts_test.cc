@@ -48,7 +48,7 @@ Rounds run(AlertEngine& engine, int64_t from_ms, int64_t to_ms, int64_t step_ms,
   for (int64_t t = from_ms; t <= to_ms; t += step_ms) {
     AlertObservation o = busy_gpu(t);
     tweak(o, t);
-    for (auto& tr : engine.evaluate(t, {o})) {
+    for (auto& tr : engine.evaluate(util::from_millis(t), {o})) {
       r.all.push_back(std::move(tr));
       r.at.push_back(t);
     }
@@ -86,7 +86,7 @@ TEST(AlertEngine, TemperatureFiresAfterItsDurationOnceAndResolvesBelowTheBand) {
   EXPECT_FALSE(resolved.firing());
   // 84 C is in the band: still firing; 70 C from minute 15, clear for one minute at 16.
   EXPECT_EQ(r.at[1], 16 * kMinute);
-  EXPECT_EQ(*resolved.resolved_ms, 16 * kMinute);
+  EXPECT_EQ(*resolved.resolved, util::from_millis(16 * kMinute));
 }
 
 TEST(AlertEngine, ShortHeatSpikesDoNotFire) {
@@ -200,7 +200,7 @@ TEST(AlertEngine, LeakResolvesWhenTheJobLeavesTheGpu) {
   ASSERT_EQ(r.all.size(), 1u);
   AlertObservation gone = busy_gpu(13 * kMinute);
   gone.jobs.clear();
-  const auto t = engine.evaluate(13 * kMinute, {gone});
+  const auto t = engine.evaluate(util::from_millis(13 * kMinute), {gone});
   ASSERT_EQ(t.size(), 1u);
   EXPECT_FALSE(t[0].alert.firing());
   EXPECT_EQ(t[0].alert.rule, kRuleJobMemoryLeak);
@@ -224,7 +224,7 @@ TEST(AlertEngine, IdleGpuHeldByAJobFiresAfterIdleMinutesAndResolvesWhenBusy) {
 
 TEST(AlertEngine, IdleGpuWithoutAJobAndIdleShorterThanTheDurationDoNotFire) {
   AlertRules rules;
-  rules.idle.for_ms = 3 * kSecond;
+  rules.idle.fire_after = util::seconds(3);
   AlertEngine engine(rules);
   // No job on the GPU: an idle free GPU is not an alert.
   Rounds r = run(engine, 0, 10 * kMinute, kSecond, [](AlertObservation& o, int64_t) {
@@ -269,32 +269,33 @@ TEST(AlertEngine, MissingMeasurementsNeitherFireNorResolve) {
 
 TEST(AlertEngine, TeamBudgetWarnsAt80PercentAndIsCriticalAt100) {
   AlertEngine engine({});
-  EXPECT_TRUE(engine.evaluate_budget(0, "vision", 70, 100).empty());
-  auto t = engine.evaluate_budget(1, "vision", 85, 100);
+  EXPECT_TRUE(engine.evaluate_budget(util::from_millis(0), "vision", 70, 100).empty());
+  auto t = engine.evaluate_budget(util::from_millis(1), "vision", 85, 100);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].alert.rule, kRuleTeamBudget);
   EXPECT_EQ(t[0].alert.severity, kSeverityWarning);
   EXPECT_EQ(t[0].alert.subject.team, "vision");
   EXPECT_NE(t[0].alert.summary.find("85%"), std::string::npos) << t[0].alert.summary;
-  EXPECT_TRUE(engine.evaluate_budget(2, "vision", 90, 100).empty());  // no duplicate
-  t = engine.evaluate_budget(3, "vision", 101, 100);
+  EXPECT_TRUE(
+      engine.evaluate_budget(util::from_millis(2), "vision", 90, 100).empty());  // no duplicate
+  t = engine.evaluate_budget(util::from_millis(3), "vision", 101, 100);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].alert.severity, kSeverityCritical);
   // Budget rounds do not touch GPU rounds: the team alerts survive a round without them.
-  EXPECT_TRUE(engine.evaluate(4, {}).empty());
+  EXPECT_TRUE(engine.evaluate(util::from_millis(4), {}).empty());
   EXPECT_EQ(engine.firing().size(), 2u);
-  t = engine.evaluate_budget(5, "vision", 10, 100);  // a new period
+  t = engine.evaluate_budget(util::from_millis(5), "vision", 10, 100);  // a new period
   ASSERT_EQ(t.size(), 2u);
   EXPECT_FALSE(t[0].alert.firing());
   EXPECT_FALSE(t[1].alert.firing());
-  EXPECT_TRUE(engine.evaluate_budget(6, "vision", NAN, 100).empty());
-  EXPECT_TRUE(engine.evaluate_budget(6, "vision", 500, 0).empty());
+  EXPECT_TRUE(engine.evaluate_budget(util::from_millis(6), "vision", NAN, 100).empty());
+  EXPECT_TRUE(engine.evaluate_budget(util::from_millis(6), "vision", 500, 0).empty());
 }
 
 TEST(AlertEngine, AlertIdsAreUniqueAcrossEpisodes) {
   AlertRules rules;
-  rules.idle.for_ms = 0;
-  rules.idle.resolve_after_ms = 0;
+  rules.idle.fire_after = util::Duration(0);
+  rules.idle.resolve_after = util::Duration(0);
   AlertEngine engine(rules);
   const Rounds r = run(engine, 0, 10 * kSecond, kSecond, [](AlertObservation& o, int64_t t) {
     o.sample.gpu_util_percent = (t / kSecond) % 2 == 0 ? 0 : 90;
