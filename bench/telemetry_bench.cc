@@ -47,7 +47,7 @@ class CpuShareReporter : public benchmark::ConsoleReporter {
 void run_samples(benchmark::State& state, telemetry::GpuSampler& sampler) {
   int64_t now = kStartMs;
   for (auto _ : state) {
-    auto samples = sampler.sample(now);
+    auto samples = sampler.sample(util::from_millis(now));
     benchmark::DoNotOptimize(samples);
     now += 1000;
   }
@@ -65,7 +65,7 @@ void synthetic_8_gpus(benchmark::State& state) {
     (*sampler)->set_synthetic_load(fmt::format("GPU-sim-{}-H100-80GB", gpu),
                                    telemetry::SyntheticLoad{.job_id = fmt::format("job-{}", gpu),
                                                             .profile = profiles[gpu],
-                                                            .start_ms = kStartMs,
+                                                            .start = util::from_millis(kStartMs),
                                                             .pids = {1000 + gpu, 2000 + gpu}});
   }
   run_samples(state, **sampler);

@@ -299,10 +299,8 @@ class GpuReporter {
   }
   bool active() const { return sampler_ != nullptr; }
   void report() {
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               util::WallClock().now().time_since_epoch())
-                               .count();
-    auto samples = sampler_->sample(now_ms);
+    const util::Time now = util::WallClock().now();
+    auto samples = sampler_->sample(now);
     if (!samples.is_ok()) return;
     nlohmann::json out = nlohmann::json::array();
     for (const auto& want : visible_) {
@@ -312,7 +310,8 @@ class GpuReporter {
       }
     }
     const char* node = ::getenv("SLURMD_NODENAME");
-    nlohmann::json doc = {{"node", node ? node : ""}, {"time_ms", now_ms}, {"samples", out}};
+    nlohmann::json doc = {
+        {"node", node ? node : ""}, {"time_ms", util::to_millis(now)}, {"samples", out}};
     (void)internal::write_file_atomically(run_dir_ / kGpuSamplesFile, doc.dump(), false);
   }
 

@@ -14,7 +14,7 @@ void BatchGpuSampler::set_workers(std::vector<BatchWorkerGpus> workers) {
   workers_ = std::move(workers);
 }
 
-util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t now_ms) {
+util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(util::Time now) {
   std::vector<BatchWorkerGpus> workers;
   {
     util::MutexLock lock(mu_);
@@ -26,8 +26,8 @@ util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t 
     if (!text.is_ok()) continue;
     const auto doc = nlohmann::json::parse(*text, nullptr, false);
     if (!doc.is_object() || !doc.contains("samples") || !doc["samples"].is_array()) continue;
-    const int64_t taken = doc.value("time_ms", int64_t{0});
-    if (now_ms - taken > stale_after_.count()) continue;
+    const util::Time taken = util::from_millis(doc.value("time_ms", int64_t{0}));
+    if (now - taken > stale_after_) continue;
     size_t k = 0;
     for (const auto& j : doc["samples"]) {
       if (k >= w.slots.size()) break;
@@ -38,7 +38,7 @@ util::Result<std::vector<telemetry::GpuSample>> BatchGpuSampler::sample(int64_t 
       s->uuid = w.slots[k];
       s->index = k < w.slot_index.size() ? w.slot_index[k] : static_cast<int>(k);
       s->host = w.node;
-      s->time_ms = now_ms;
+      s->time = now;
       s->processes.clear();  // pids of another machine mean nothing here
       out.push_back(std::move(*s));
       ++k;

@@ -31,7 +31,7 @@ class BatchGpuSampler final : public telemetry::GpuSampler {
   util::Result<std::vector<telemetry::GpuDevice>> devices() override {
     return std::vector<telemetry::GpuDevice>{};
   }
-  util::Result<std::vector<telemetry::GpuSample>> sample(int64_t now_ms) override;
+  util::Result<std::vector<telemetry::GpuSample>> sample(util::Time now) override;
   std::string_view kind() const override { return "batch"; }
 
  private:

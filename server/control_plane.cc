@@ -171,8 +171,8 @@ void ControlPlane::record_telemetry_from(telemetry::GpuSampler& sampler) {
               },
           // Alerts are judged on every round, on the recorder's thread: the loop never waits.
           .on_round =
-              [alerts](int64_t now_ms, const std::vector<AttributedSample>& round) {
-                if (alerts != nullptr) alerts->on_round(util::from_millis(now_ms), round);
+              [alerts](util::Time now, const std::vector<AttributedSample>& round) {
+                if (alerts != nullptr) alerts->on_round(now, round);
               }});
 }
 

@@ -43,7 +43,7 @@ std::vector<Bucket> bucket_lines(const std::vector<std::pair<int, telemetry::Ste
     if (i % per == 0 || buckets.empty() || buckets.back().attempt != attempt)
       buckets.emplace_back();
     Bucket& b = buckets.back();
-    b.time_s = static_cast<double>(m.time_ms) / 1000.0;
+    b.time_s = static_cast<double>(util::to_millis(m.time)) / 1000.0;
     b.attempt = attempt;
     if (m.step) b.step = m.step;
     if (m.loss && std::isfinite(*m.loss)) b.loss_sum += *m.loss, ++b.loss_n;

@@ -90,15 +90,14 @@ std::optional<model::JobProgressView> ControlPlane::progress_view(int64_t id, in
                              .fraction = finite(p->fraction()),
                              .steps_per_second = finite(p->steps_per_s),
                              .samples_per_second = finite(p->samples_per_s),
-                             .reported = util::format_time_ms(util::from_millis(p->reported_ms))};
+                             .reported = util::format_time_ms(p->reported)};
   if (p->eta_s) {
     // The estimate is as of the last report; counted down to now, not below zero.
-    const int64_t finish_ms = p->reported_ms + std::llround(*p->eta_s * 1000);
-    const int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
-            .count();
-    out.eta_seconds = std::max<int64_t>(0, (finish_ms - now_ms + 999) / 1000);
-    out.finish_estimate = util::format_time_ms(util::from_millis(finish_ms));
+    const util::Time finish =
+        p->reported + std::chrono::milliseconds(std::llround(*p->eta_s * 1000));
+    const int64_t left_ms = util::to_millis(finish) - util::to_millis(clock_.now());
+    out.eta_seconds = std::max<int64_t>(0, (left_ms + 999) / 1000);
+    out.finish_estimate = util::format_time_ms(finish);
   }
   return out;
 }

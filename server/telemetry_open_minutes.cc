@@ -44,10 +44,10 @@ void MinuteSummary::add(const telemetry::GpuSample& s) {
   if (s.last_xid) xid_last_ = *s.last_xid;
 }
 
-store::TelemetryMinute MinuteSummary::row(const std::string& device_uuid, int64_t minute_ms) const {
+store::TelemetryMinute MinuteSummary::row(const std::string& device_uuid, util::Time minute) const {
   store::TelemetryMinute m;
   m.device_uuid = device_uuid;
-  m.minute = util::Time(std::chrono::milliseconds(minute_ms));
+  m.minute = minute;
   m.samples = samples_;
   m.gpu_util_avg = util_.mean();
   m.gpu_util_max = util_.max;
@@ -70,11 +70,8 @@ store::TelemetryMinute MinuteSummary::row(const std::string& device_uuid, int64_
 
 std::vector<store::TelemetryMinute> summarize_minutes(
     const std::vector<telemetry::GpuSample>& samples) {
-  std::map<std::pair<int64_t, std::string>, MinuteSummary> open;
-  for (const auto& s : samples) {
-    const int64_t minute = s.time_ms - ((s.time_ms % kMinuteMs) + kMinuteMs) % kMinuteMs;
-    open[{minute, s.uuid}].add(s);
-  }
+  std::map<std::pair<util::Time, std::string>, MinuteSummary> open;
+  for (const auto& s : samples) open[{util::minute_of(s.time), s.uuid}].add(s);
   std::vector<store::TelemetryMinute> rows;
   for (const auto& [key, summary] : open) rows.push_back(summary.row(key.second, key.first));
   return rows;

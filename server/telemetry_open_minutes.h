@@ -19,8 +19,8 @@ namespace trainyard::server {
 class MinuteSummary {
  public:
   void add(const telemetry::GpuSample& s);
-  // The row of `device_uuid` for the minute that starts at `minute_ms` (no job set).
-  store::TelemetryMinute row(const std::string& device_uuid, int64_t minute_ms) const;
+  // The row of `device_uuid` for the minute that starts at `minute` (no job set).
+  store::TelemetryMinute row(const std::string& device_uuid, util::Time minute) const;
 
  private:
   struct Average {

@@ -11,21 +11,12 @@
 namespace trainyard::server {
 namespace {
 
-constexpr int64_t kMinuteMs = 60'000;
 // Step metrics change slowly and live in files: reading them every sample would be waste.
-constexpr int64_t kDataWaitRefreshMs = 10'000;
-
-int64_t to_ms(util::Time t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-util::Time from_ms(int64_t ms) {
-  return util::Time(std::chrono::milliseconds(ms));
-}
+constexpr util::Duration kDataWaitRefresh = util::seconds(10);
 
 bool same_load(const telemetry::SyntheticLoad& a, const telemetry::SyntheticLoad& b) {
-  return a.job_id == b.job_id && a.profile == b.profile && a.start_ms == b.start_ms &&
-         a.pids == b.pids && a.data_wait_fraction == b.data_wait_fraction && a.dtype == b.dtype;
+  return a.job_id == b.job_id && a.profile == b.profile && a.start == b.start && a.pids == b.pids &&
+         a.data_wait_fraction == b.data_wait_fraction && a.dtype == b.dtype;
 }
 
 // What the job's last metrics line says about its load: the share of a step spent waiting for
@@ -86,7 +77,7 @@ void TelemetryRecorder::start() {
   thread_ = std::thread([this] {
     std::string last_error;
     for (;;) {
-      const util::Status st = record_once(to_ms(clock_.now()));
+      const util::Status st = record_once(clock_.now());
       // A failing sampler fails every interval: say so once per distinct reason, not per second.
       if (!st.is_ok() && st.message() != last_error) TY_LOG_WARN("telemetry: {}", st.message());
       last_error = st.is_ok() ? "" : st.message();
@@ -140,17 +131,17 @@ AttributedSample TelemetryRecorder::attribute(telemetry::GpuSample s,
   return a;
 }
 
-util::Status TelemetryRecorder::record_once(int64_t now_ms) {
-  auto samples = sampler_.sample(now_ms);
+util::Status TelemetryRecorder::record_once(util::Time now) {
+  auto samples = sampler_.sample(now);
   if (!samples.is_ok()) return samples.status();
   std::vector<store::TelemetryMinute> closed;
   std::vector<AttributedSample> round;
   bool refresh = false;
   {
     util::MutexLock lock(mu_);
-    const int64_t minute = now_ms - ((now_ms % kMinuteMs) + kMinuteMs) % kMinuteMs;
-    if (open_minute_ms_ >= 0 && minute != open_minute_ms_) closed = close_minute();
-    open_minute_ms_ = minute;
+    const util::Time minute = util::minute_of(now);
+    if (open_minute_ && minute != *open_minute_) closed = close_minute();
+    open_minute_ = minute;
     order_.clear();
     std::set<std::string> sampled;
     for (const auto& s : *samples) sampled.insert(s.uuid);
@@ -165,21 +156,21 @@ util::Status TelemetryRecorder::record_once(int64_t now_ms) {
       ring.push_back(std::move(a));
       while (static_cast<int>(ring.size()) > options_.ring_samples) ring.pop_front();
     }
-    if (now_ms >= next_data_wait_ms_) {
-      next_data_wait_ms_ = now_ms + kDataWaitRefreshMs;
+    if (now >= next_data_wait_) {
+      next_data_wait_ = now + kDataWaitRefresh;
       refresh = !placements_.metrics_files.empty();
     }
   }
   if (refresh) refresh_data_wait();
-  if (options_.on_round) options_.on_round(now_ms, round);
+  if (options_.on_round) options_.on_round(now, round);
   if (closed.empty()) return util::Status::ok();
-  return write(std::move(closed), now_ms);
+  return write(std::move(closed), now);
 }
 
 std::vector<store::TelemetryMinute> TelemetryRecorder::close_minute() {
   std::vector<store::TelemetryMinute> rows;
   for (const auto& [key, summary] : open_) {
-    store::TelemetryMinute m = summary.row(key.first, open_minute_ms_);
+    store::TelemetryMinute m = summary.row(key.first, open_minute_.value_or(util::Time{}));
     if (key.second > 0) m.job = util::JobId(key.second);
     rows.push_back(std::move(m));
   }
@@ -187,10 +178,9 @@ std::vector<store::TelemetryMinute> TelemetryRecorder::close_minute() {
   return rows;
 }
 
-util::Status TelemetryRecorder::write(std::vector<store::TelemetryMinute> rows, int64_t now_ms) {
+util::Status TelemetryRecorder::write(std::vector<store::TelemetryMinute> rows, util::Time now) {
   if (!options_.sink || rows.empty()) return util::Status::ok();
-  const util::Time prune_before =
-      from_ms(now_ms) - std::chrono::hours(24) * options_.retention_days;
+  const util::Time prune_before = now - std::chrono::hours(24) * options_.retention_days;
   return options_.sink(rows, prune_before);
 }
 
@@ -200,7 +190,7 @@ util::Status TelemetryRecorder::flush() {
     util::MutexLock lock(mu_);
     rows = close_minute();
   }
-  return write(std::move(rows), to_ms(clock_.now()));
+  return write(std::move(rows), clock_.now());
 }
 
 void TelemetryRecorder::apply_load(const std::string& uuid,
@@ -274,13 +264,13 @@ std::vector<AttributedSample> TelemetryRecorder::latest() const {
 }
 
 std::vector<telemetry::GpuSample> TelemetryRecorder::recent_for_job(int64_t job,
-                                                                    int64_t since_ms) const {
+                                                                    util::Time since) const {
   std::vector<telemetry::GpuSample> out;
   {
     util::MutexLock lock(mu_);
     for (const auto& [uuid, ring] : ring_) {
       for (const auto& a : ring) {
-        if (a.sample.time_ms < since_ms) continue;
+        if (a.sample.time < since) continue;
         const bool mine =
             std::any_of(a.jobs.begin(), a.jobs.end(), [&](const JobRef& j) { return j.id == job; });
         if (mine) out.push_back(a.sample);
@@ -288,7 +278,7 @@ std::vector<telemetry::GpuSample> TelemetryRecorder::recent_for_job(int64_t job,
     }
   }
   std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+                   [](const auto& a, const auto& b) { return a.time < b.time; });
   return out;
 }
 

@@ -69,7 +69,7 @@ struct TelemetryRecorderOptions {
   std::function<std::optional<int>(int pid)> session_of = session_of_pid;
   // Called after every round with that round's samples (the alert engine), on the recorder's
   // thread and without mu_ held, so it may take the control plane's lock.
-  std::function<void(int64_t now_ms, const std::vector<AttributedSample>& round)> on_round;
+  std::function<void(util::Time now, const std::vector<AttributedSample>& round)> on_round;
 };
 
 class TelemetryRecorder {
@@ -85,7 +85,7 @@ class TelemetryRecorder {
 
   // One round: sample, attribute, keep, and when a minute has closed, write it. Also refreshes
   // the synthetic loads' data_wait_fraction and dtype from the jobs' metrics files every 10 s.
-  util::Status record_once(int64_t now_ms) TY_EXCLUDES(mu_);
+  util::Status record_once(util::Time now) TY_EXCLUDES(mu_);
   // Writes the open minute now (stop() and tests).
   util::Status flush() TY_EXCLUDES(mu_);
 
@@ -94,8 +94,8 @@ class TelemetryRecorder {
 
   // The newest sample of every device, in the sampler's order.
   std::vector<AttributedSample> latest() const TY_EXCLUDES(mu_);
-  // The job's samples still in the ring (any of its devices) at or after since_ms, oldest first.
-  std::vector<telemetry::GpuSample> recent_for_job(int64_t job, int64_t since_ms) const
+  // The job's samples still in the ring (any of its devices) at or after `since`, oldest first.
+  std::vector<telemetry::GpuSample> recent_for_job(int64_t job, util::Time since) const
       TY_EXCLUDES(mu_);
   util::Duration interval() const { return options_.interval; }
 
@@ -104,7 +104,7 @@ class TelemetryRecorder {
       TY_REQUIRES(mu_);
   std::vector<store::TelemetryMinute> close_minute() TY_REQUIRES(mu_);
   // Hands the rows to the sink (a store commit): never under mu_.
-  util::Status write(std::vector<store::TelemetryMinute> rows, int64_t now_ms) TY_EXCLUDES(mu_);
+  util::Status write(std::vector<store::TelemetryMinute> rows, util::Time now) TY_EXCLUDES(mu_);
   void refresh_data_wait() TY_EXCLUDES(mu_);
   void apply_load(const std::string& uuid, const std::optional<telemetry::SyntheticLoad>& load);
 
@@ -119,9 +119,9 @@ class TelemetryRecorder {
   std::map<std::string, std::string> dtype_ TY_GUARDED_BY(mu_);
   std::vector<std::string> order_ TY_GUARDED_BY(mu_);
   std::map<std::string, std::deque<AttributedSample>> ring_ TY_GUARDED_BY(mu_);
-  int64_t open_minute_ms_ TY_GUARDED_BY(mu_) = -1;
+  std::optional<util::Time> open_minute_ TY_GUARDED_BY(mu_);
   std::map<std::pair<std::string, int64_t>, MinuteSummary> open_ TY_GUARDED_BY(mu_);
-  int64_t next_data_wait_ms_ TY_GUARDED_BY(mu_) = 0;
+  util::Time next_data_wait_ TY_GUARDED_BY(mu_){};
 
   util::Mutex thread_mu_ TY_ACQUIRED_BEFORE(mu_);  // serializes start() and stop()
   std::condition_variable cv_;                     // with mu_: stopping_ changed

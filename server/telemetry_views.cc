@@ -17,19 +17,14 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kProfileLabel = "trainyard.dev/sim-gpu-profile";
-constexpr int64_t kMinuteMs = 60'000;
 constexpr model::JobState kStates[] = {model::JobState::Pending,    model::JobState::Admitted,
                                        model::JobState::Placed,     model::JobState::Running,
                                        model::JobState::Preempting, model::JobState::Succeeded,
                                        model::JobState::Failed,     model::JobState::Cancelled};
 
-int64_t to_ms(util::Time t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
 // The measurements of a sample; identity fields are added by the callers that need them.
 model::GpuMeasurementsView measurements_view(const telemetry::GpuSample& s) {
-  return {.time = util::format_time_ms(util::from_millis(s.time_ms)),
+  return {.time = util::format_time_ms(s.time),
           .gpu_util_percent = s.gpu_util_percent,
           .mem_util_percent = s.mem_util_percent,
           .sm_active_percent = s.sm_active_percent,
@@ -124,18 +119,19 @@ struct UtilizationTotals {
   std::optional<double> util_max, mem_max, mem_total, temp_max;
   std::optional<int64_t> throttle, xid;
   std::set<std::string> devices;
-  int64_t samples = 0, first_ms = -1, last_ms = -1;
+  int64_t samples = 0;
+  std::optional<util::Time> first, last;
 
-  void span(int64_t ms) {
-    first_ms = first_ms < 0 ? ms : std::min(first_ms, ms);
-    last_ms = std::max(last_ms, ms);
+  void span(util::Time t) {
+    first = first ? std::min(*first, t) : t;
+    last = last ? std::max(*last, t) : t;
   }
 
   void add(const store::TelemetryMinute& m) {
     const double w = static_cast<double>(m.samples);
     samples += m.samples;
     devices.insert(m.device_uuid);
-    span(to_ms(m.minute));
+    span(m.minute);
     util.add(m.gpu_util_avg, w);
     power.add(m.power_avg, w);
     sm_active.add(m.sm_active_avg, w);
@@ -151,7 +147,7 @@ struct UtilizationTotals {
   void add(const telemetry::GpuSample& s) {
     samples += 1;
     devices.insert(s.uuid);
-    span(s.time_ms);
+    span(s.time);
     util.add(s.gpu_util_percent, 1);
     power.add(s.power_w, 1);
     sm_active.add(s.sm_active_percent, 1);
@@ -165,16 +161,16 @@ struct UtilizationTotals {
     if (s.last_xid) xid = *s.last_xid;
   }
 
-  static std::optional<std::string> time_at(int64_t ms) {
-    if (ms < 0) return std::nullopt;
-    return util::format_time_ms(util::from_millis(ms));
+  static std::optional<std::string> time_at(std::optional<util::Time> t) {
+    if (!t) return std::nullopt;
+    return util::format_time_ms(*t);
   }
 
   model::UtilizationView view() {
     return model::UtilizationView{.samples = samples,
                                   .devices = static_cast<int64_t>(devices.size()),
-                                  .from = time_at(first_ms),
-                                  .to = time_at(last_ms),
+                                  .from = time_at(first),
+                                  .to = time_at(last),
                                   .gpu_util_avg = util.mean(),
                                   .gpu_util_p95 = util.percentile(0.95),
                                   .gpu_util_max = util_max,
@@ -253,7 +249,7 @@ TelemetryPlacements ControlPlane::telemetry_placements() const {
       telemetry::SyntheticLoad load{
           .job_id = std::to_string(id.value()),
           .profile = profile != job.manifest.labels.end() ? profile->second : "healthy",
-          .start_ms = to_ms(job.rec.started)};
+          .start = job.rec.started};
       for (const auto& w : job.workers) {
         if (w.rank != a.worker || w.ref.pid <= 0 || w.ref.batch_job != 0 || w.finished) continue;
         // The processes the wrapper started hold the GPU (NVML reports those), not the wrapper.
@@ -304,9 +300,9 @@ util::Result<ControlPlane::JobSeries> ControlPlane::job_series(util::JobId id) {
     util::MutexLock lock(reader_mu_);
     TY_ASSIGN_OR_RETURN(series.minutes, reader_->job_telemetry(id));
   }
-  int64_t since_ms = 0;
-  for (const auto& m : series.minutes) since_ms = std::max(since_ms, to_ms(m.minute) + kMinuteMs);
-  if (recorder_) series.recent = recorder_->recent_for_job(id.value(), since_ms);
+  util::Time since{};  // after the last stored minute
+  for (const auto& m : series.minutes) since = std::max(since, m.minute + std::chrono::minutes(1));
+  if (recorder_) series.recent = recorder_->recent_for_job(id.value(), since);
   return series;
 }
 
@@ -327,7 +323,7 @@ util::Result<std::vector<telemetry::GpuSample>> ControlPlane::job_samples(util::
       s.gpu_instance_id = it->second.gpu_instance_id;
       s.mig_profile = it->second.mig_profile;
     }
-    s.time_ms = to_ms(m.minute);
+    s.time = m.minute;
     s.uuid = m.device_uuid;
     s.gpu_util_percent = m.gpu_util_avg;
     s.mem_util_percent = m.mem_util_avg;
@@ -368,7 +364,7 @@ util::Result<json> ControlPlane::job_telemetry(util::JobId id, int max_samples,
     out.minutes.push_back(minute_view(m, true));
   // The newest raw samples, also those already summarized in a stored minute.
   std::vector<telemetry::GpuSample> raw;
-  if (recorder_) raw = recorder_->recent_for_job(id.value(), 0);
+  if (recorder_) raw = recorder_->recent_for_job(id.value(), util::Time{});
   const size_t keep = std::min(raw.size(), static_cast<size_t>(std::max(0, max_samples)));
   for (size_t i = raw.size() - keep; i < raw.size(); ++i)
     out.samples.push_back({.device = raw[i].uuid, .measurements = measurements_view(raw[i])});
@@ -379,13 +375,12 @@ std::string ControlPlane::metrics_text() const {
   ExpositionWriter w;
   if (recorder_) {
     // A device the sampler stopped answering for is left out rather than shown frozen.
-    const int64_t now_ms = to_ms(clock_.now());
-    const int64_t max_age_ms = std::max<int64_t>(
-        10'000,
-        5 * std::chrono::duration_cast<std::chrono::milliseconds>(recorder_->interval()).count());
+    const util::Time now = clock_.now();
+    const util::Duration max_age =
+        std::max<util::Duration>(util::seconds(10), 5 * recorder_->interval());
     std::vector<AttributedSample> fresh;
     for (auto& a : recorder_->latest())
-      if (now_ms - a.sample.time_ms <= max_age_ms) fresh.push_back(std::move(a));
+      if (now - a.sample.time <= max_age) fresh.push_back(std::move(a));
     write_gpu_metrics(w, fresh, hostname_);
   }
   ClusterCounts counts;

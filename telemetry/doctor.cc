@@ -48,8 +48,8 @@ std::string gib(uint64_t bytes) {
   return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
 }
 
-std::string duration(int64_t ms) {
-  const double s = static_cast<double>(ms) / 1000;
+std::string duration(util::Duration d) {
+  const double s = util::to_seconds(d);
   if (s < 120) return fmt::format("{:.0f} s", s);
   if (s < 7200) return fmt::format("{:.1f} min", s / 60);
   return fmt::format("{:.1f} h", s / 3600);
@@ -101,10 +101,10 @@ std::vector<DeviceSeries> split_devices(const JobTelemetry& job, const DoctorThr
       d.mig_profile = s.mig_profile;
       d.label = s.is_mig ? fmt::format("GPU {} (MIG {})", s.index, s.mig_profile)
                          : fmt::format("GPU {}", s.index);
-      d.first_ms = s.time_ms;
+      d.first = s.time;
     }
-    d.first_ms = std::min(d.first_ms, s.time_ms);
-    d.last_ms = std::max(d.last_ms, s.time_ms);
+    d.first = std::min(d.first, s.time);
+    d.last = std::max(d.last, s.time);
     ++d.samples;
     if (s.gpu_util_percent) {
       d.util.push_back(*s.gpu_util_percent);
@@ -128,7 +128,7 @@ std::vector<DeviceSeries> split_devices(const JobTelemetry& job, const DoctorThr
   std::vector<DeviceSeries> out;
   for (const auto& key : order) {
     DeviceSeries d = std::move(by_key[key]);
-    d.enough = d.samples >= t.min_samples_per_gpu && d.last_ms - d.first_ms >= t.min_duration_ms;
+    d.enough = d.samples >= t.min_samples_per_gpu && d.last - d.first >= t.min_duration;
     d.has_util = static_cast<int64_t>(d.util.size()) >= t.min_samples_per_gpu;
     if (!d.util.empty()) {
       d.util_mean = mean(d.util);
@@ -160,11 +160,11 @@ void fill_sample_stats(Context& ctx) {
   DoctorStats& st = ctx.stats;
   st.devices = static_cast<int>(ctx.devices.size());
   st.samples = static_cast<int64_t>(ctx.job.samples.size());
-  int64_t first = 0, last = 0;
+  util::Time first{}, last{};
   std::vector<double> all_util;
   for (const auto& d : ctx.devices) {
-    first = (&d == &ctx.devices.front()) ? d.first_ms : std::min(first, d.first_ms);
-    last = std::max(last, d.last_ms);
+    first = (&d == &ctx.devices.front()) ? d.first : std::min(first, d.first);
+    last = std::max(last, d.last);
     all_util.insert(all_util.end(), d.util.begin(), d.util.end());
     if (d.enough) st.enough_samples = true;
     if (d.memory_total > 0 &&
@@ -173,7 +173,7 @@ void fill_sample_stats(Context& ctx) {
       st.memory_peak_bytes = d.memory_peak;
     }
   }
-  if (!ctx.devices.empty()) st.duration_s = static_cast<double>(last - first) / 1000;
+  if (!ctx.devices.empty()) st.duration_s = util::to_seconds(last - first);
   if (!all_util.empty()) {
     st.util_mean = doctor_internal::mean(all_util);
     st.util_p5 = doctor_internal::quantile(all_util, 0.05);
@@ -197,10 +197,9 @@ std::string verdict_of(const Context& ctx) {
     return fmt::format(
         "not enough data yet: {} GPU samples over {} and {} metric lines (need {} samples over {} "
         "per GPU, or {} metric lines)",
-        ctx.stats.samples,
-        doctor_internal::duration(static_cast<int64_t>(ctx.stats.duration_s * 1000)),
-        ctx.stats.steps, ctx.t.min_samples_per_gpu,
-        doctor_internal::duration(ctx.t.min_duration_ms), ctx.t.min_steps);
+        ctx.stats.samples, doctor_internal::duration(util::seconds_f(ctx.stats.duration_s)),
+        ctx.stats.steps, ctx.t.min_samples_per_gpu, doctor_internal::duration(ctx.t.min_duration),
+        ctx.t.min_steps);
   }
   std::string v = f.front().rule + ": " + f.front().summary;
   if (f.size() > 1)

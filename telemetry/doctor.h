@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/clock.h"
+
 #include "telemetry/gpu_sample.h"
 #include "util/status.h"
 
@@ -19,7 +21,7 @@ namespace trainyard::telemetry {
 
 // One line of a job's metrics file (docs/job-contract.md, "Metrics").
 struct StepMetrics {
-  int64_t time_ms = 0;  // the line's `time`, Unix epoch milliseconds
+  util::Time time{};  // the line's `time`, to the millisecond
   std::optional<int64_t> step;
   std::optional<int64_t> samples;
   std::optional<double> loss;  // absent or null (not finite) in the file
@@ -63,7 +65,7 @@ struct Finding {
 struct DoctorThresholds {
   // Minimum evidence (ours): GPU-sample rules need this much history per device, step rules this
   // many metric lines; below that the doctor says "not enough data yet" instead of guessing.
-  int64_t min_duration_ms = 5 * 60 * 1000;
+  util::Duration min_duration = util::seconds(5 * 60);
   int min_samples_per_gpu = 30;
   int min_steps = 50;
 

@@ -15,7 +15,7 @@ namespace {
 
 std::string util_text(const DeviceSeries& d) {
   return fmt::format("util mean {:.1f}%, p5 {:.1f}%, p95 {:.1f}% over {} samples ({})", d.util_mean,
-                     d.util_p5, d.util_p95, d.util.size(), duration(d.last_ms - d.first_ms));
+                     d.util_p5, d.util_p95, d.util.size(), duration(d.last - d.first));
 }
 
 void idle_rule(Context& ctx) {
@@ -27,7 +27,7 @@ void idle_rule(Context& ctx) {
     evidence.push_back(
         fmt::format("{}: util below {:.0f}% in {} of {} samples over {} (mean {:.1f}%)", d.label,
                     ctx.t.idle_util, percent(d.idle_share), d.util.size(),
-                    duration(d.last_ms - d.first_ms), d.util_mean));
+                    duration(d.last - d.first), d.util_mean));
   }
   if (evidence.empty()) return;
   const bool all = static_cast<int>(evidence.size()) == enough;

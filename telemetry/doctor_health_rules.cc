@@ -56,7 +56,7 @@ void leak_rule(Context& ctx) {
         "{}: memory in use {} -> {} of {} over {} ({} windows of {} samples; {} rises above {}, "
         "largest drop {})",
         d.label, percent(s->first), percent(s->last), gib(d.memory_total),
-        duration(d.last_ms - d.first_ms), s->windows, ctx.t.leak_window, s->rises,
+        duration(d.last - d.first), s->windows, ctx.t.leak_window, s->rises,
         percent(ctx.t.leak_increase_share), percent(s->max_drop)));
   }
   if (evidence.empty()) return;

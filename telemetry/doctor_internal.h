@@ -19,8 +19,8 @@ struct DeviceSeries {
   std::string mig_profile;
   bool is_mig = false;
   int64_t samples = 0;
-  int64_t first_ms = 0;
-  int64_t last_ms = 0;
+  util::Time first{};  // the device's first and last sample
+  util::Time last{};
   std::vector<double> util;          // % per sample that has one (GPU util, else GPM SM active)
   std::vector<double> memory_share;  // used / total per sample that has both, time ordered
   std::vector<double> tensor;        // % tensor-core activity per sample that has one (GPM)
@@ -67,7 +67,7 @@ std::string percent(double share);
 // "12.3 GiB".
 std::string gib(uint64_t bytes);
 // "4.5 min" / "2.0 h" / "30 s".
-std::string duration(int64_t ms);
+std::string duration(util::Duration d);
 
 // Jensen-Shannon distance (natural log, square root of the divergence, as scipy) of the
 // histograms of two sets of percentages over `bins` equal bins of 0..100.

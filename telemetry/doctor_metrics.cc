@@ -102,7 +102,7 @@ util::Result<StepMetrics> parse_step_metrics_line(std::string_view line) {
   if (!std::isfinite(t) || std::fabs(t) > 9.0e12) {
     return field_error("time", "seconds since the Unix epoch", *time);
   }
-  m.time_ms = std::llround(t * 1000);
+  m.time = util::from_millis(std::llround(t * 1000));
   TY_RETURN_IF_ERROR(read_count(obj, "step", m.step));
   TY_RETURN_IF_ERROR(read_count(obj, "samples", m.samples));
   TY_RETURN_IF_ERROR(read_count(obj, "total_steps", m.total_steps));

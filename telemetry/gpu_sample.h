@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "util/clock.h"
+
 namespace trainyard::telemetry {
 
 // Clock-event ("throttle") reason bits, as NVML reports them.
@@ -31,11 +33,11 @@ struct GpuProcessSample {
 };
 
 struct GpuSample {
-  int64_t time_ms = 0;  // Unix epoch milliseconds (virtual time in tests and the simulator)
-  int index = 0;        // the physical GPU's index (MIG devices: their parent's)
-  std::string uuid;     // "GPU-..." or, for a MIG device, "MIG-..."
-  std::string name;     // driver's name
-  std::string model;    // canonical accelerator name ("H100-80GB") or the driver's name
+  util::Time time{};  // when it was read (virtual time in tests and the simulator)
+  int index = 0;      // the physical GPU's index (MIG devices: their parent's)
+  std::string uuid;   // "GPU-..." or, for a MIG device, "MIG-..."
+  std::string name;   // driver's name
+  std::string model;  // canonical accelerator name ("H100-80GB") or the driver's name
   std::string pci_bus_id;
   std::string host;  // the machine the GPU is in (a batch system's node); empty = this one
   // MIG devices only: the GPU instance id and its profile ("1g.10gb").

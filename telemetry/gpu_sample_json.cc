@@ -27,7 +27,7 @@ json sample_to_json(const GpuSample& s) {
     procs.push_back({{"pid", p.pid},
                      {"memory_bytes", opt(p.memory_bytes)},
                      {"sm_util", opt(p.sm_util_percent)}});
-  return {{"time_ms", s.time_ms},
+  return {{"time_ms", util::to_millis(s.time)},
           {"index", s.index},
           {"uuid", s.uuid},
           {"name", s.name},
@@ -79,7 +79,7 @@ util::Result<GpuSample> sample_from_json(const json& j) {
   if (!j.is_object()) return util::invalid_argument("a GPU sample must be a JSON object");
   GpuSample s;
   try {
-    s.time_ms = j.value("time_ms", int64_t{0});
+    s.time = util::from_millis(j.value("time_ms", int64_t{0}));
     s.index = j.value("index", 0);
     s.uuid = j.value("uuid", "");
     s.name = j.value("name", "");

@@ -11,7 +11,9 @@ namespace {
 class NoGpuSampler final : public GpuSampler {
  public:
   util::Result<std::vector<GpuDevice>> devices() override { return std::vector<GpuDevice>{}; }
-  util::Result<std::vector<GpuSample>> sample(int64_t) override { return std::vector<GpuSample>{}; }
+  util::Result<std::vector<GpuSample>> sample(util::Time) override {
+    return std::vector<GpuSample>{};
+  }
   std::string_view kind() const override { return "none"; }
 };
 

@@ -27,7 +27,7 @@ struct SyntheticLoad {
   // and low utilization), "idle" (holds the GPU, computes nothing), "fp32" (healthy, but trains
   // in fp32: tensor cores idle). Unknown names look healthy.
   std::string profile = std::string(model::kSimProfileHealthy);
-  int64_t start_ms = 0;
+  util::Time start{};     // when the job started on the device
   std::vector<int> pids;  // reported as the device's processes
   // From the job's step metrics when it reports them: the share of a step spent waiting on data.
   std::optional<double> data_wait_fraction;
@@ -41,8 +41,8 @@ class GpuSampler {
   virtual ~GpuSampler() = default;
   // The GPUs of this machine, ordered by index. Unavailable when the driver cannot be used.
   virtual util::Result<std::vector<GpuDevice>> devices() = 0;
-  // One reading of every GPU and every MIG device (after their parent), stamped `now_ms`.
-  virtual util::Result<std::vector<GpuSample>> sample(int64_t now_ms) = 0;
+  // One reading of every GPU and every MIG device (after their parent), stamped `now`.
+  virtual util::Result<std::vector<GpuSample>> sample(util::Time now) = 0;
   // Synthetic samplers: what runs on the device `uuid` from now on (nullopt: nothing).
   virtual void set_synthetic_load(const std::string& uuid, std::optional<SyntheticLoad> load) {
     (void)uuid;

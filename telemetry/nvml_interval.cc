@@ -7,7 +7,7 @@
 namespace trainyard::telemetry::nvml {
 namespace {
 
-constexpr int64_t kGpmMinIntervalMs = 100;
+constexpr auto kGpmMinInterval = std::chrono::milliseconds(100);
 constexpr double kBytesPerKib = 1024;
 
 struct GpmTarget {
@@ -27,10 +27,10 @@ bool has_gpm(const Api& api) {
 
 }  // namespace
 
-void IntervalReadings::read(Device device, const std::string& uuid, int64_t now_ms,
+void IntervalReadings::read(Device device, const std::string& uuid, util::Time now,
                             GpuSample& out) {
-  read_gpm(device, uuid, now_ms, out);
-  read_nvlink(device, uuid, now_ms, out);
+  read_gpm(device, uuid, now, out);
+  read_nvlink(device, uuid, now, out);
 }
 
 void IntervalReadings::release() {
@@ -64,13 +64,13 @@ IntervalReadings::Gpm* IntervalReadings::gpm_of(Device device, const std::string
   return &g;
 }
 
-void IntervalReadings::read_gpm(Device device, const std::string& uuid, int64_t now_ms,
+void IntervalReadings::read_gpm(Device device, const std::string& uuid, util::Time now,
                                 GpuSample& out) {
   Gpm* g = gpm_of(device, uuid);
   if (!g) return;
-  if (g->previous_ms && now_ms - *g->previous_ms < kGpmMinIntervalMs) return;
+  if (g->previous_at && now - *g->previous_at < kGpmMinInterval) return;
   if (api_.gpm_sample_get(device, g->current) != kSuccess) return;
-  if (g->previous_ms) {
+  if (g->previous_at) {
     GpmMetricsGet get{};
     get.version = kGpmMetricsGetVersion;
     get.num_metrics = std::size(kGpmTargets);
@@ -87,25 +87,25 @@ void IntervalReadings::read_gpm(Device device, const std::string& uuid, int64_t 
     }
   }
   std::swap(g->previous, g->current);
-  g->previous_ms = now_ms;
+  g->previous_at = now;
 }
 
-void IntervalReadings::read_nvlink(Device device, const std::string& uuid, int64_t now_ms,
+void IntervalReadings::read_nvlink(Device device, const std::string& uuid, util::Time now,
                                    GpuSample& out) {
   auto counters = read_nvlink_counters(api_, device);
   if (!counters) return;
   auto it = nvlink_.find(uuid);
-  if (it != nvlink_.end() && now_ms > it->second.ms &&
+  if (it != nvlink_.end() && now > it->second.at &&
       counters->tx_kib >= it->second.counters.tx_kib &&
       counters->rx_kib >= it->second.counters.rx_kib) {
-    const double seconds = static_cast<double>(now_ms - it->second.ms) / 1000;
+    const double seconds = util::to_seconds(now - it->second.at);
     out.nvlink_tx_bytes_per_s =
         static_cast<double>(counters->tx_kib - it->second.counters.tx_kib) * kBytesPerKib / seconds;
     out.nvlink_rx_bytes_per_s =
         static_cast<double>(counters->rx_kib - it->second.counters.rx_kib) * kBytesPerKib / seconds;
   }
   // A counter that went back (driver reload) starts a new baseline.
-  if (it == nvlink_.end() || now_ms > it->second.ms) nvlink_[uuid] = {*counters, now_ms};
+  if (it == nvlink_.end() || now > it->second.at) nvlink_[uuid] = {*counters, now};
 }
 
 }  // namespace trainyard::telemetry::nvml

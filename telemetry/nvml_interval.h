@@ -23,7 +23,7 @@ class IntervalReadings {
   IntervalReadings& operator=(const IntervalReadings&) = delete;
 
   // Fills the GPM and NVLink fields of `out` from the change since the previous call for `uuid`.
-  void read(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
+  void read(Device device, const std::string& uuid, util::Time now, GpuSample& out);
   // Frees the GPM sample buffers; call before nvmlShutdown. Idempotent.
   void release();
 
@@ -32,16 +32,16 @@ class IntervalReadings {
     bool supported = false;
     GpmSample previous = nullptr;
     GpmSample current = nullptr;
-    std::optional<int64_t> previous_ms;
+    std::optional<util::Time> previous_at;
   };
   struct Nvlink {
     NvlinkCounters counters;
-    int64_t ms = 0;
+    util::Time at{};
   };
 
   Gpm* gpm_of(Device device, const std::string& uuid);
-  void read_gpm(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
-  void read_nvlink(Device device, const std::string& uuid, int64_t now_ms, GpuSample& out);
+  void read_gpm(Device device, const std::string& uuid, util::Time now, GpuSample& out);
+  void read_nvlink(Device device, const std::string& uuid, util::Time now, GpuSample& out);
 
   const Api& api_;
   std::map<std::string, Gpm> gpm_;        // GPU uuid -> its GPM buffers (checked once)

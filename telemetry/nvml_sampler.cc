@@ -59,13 +59,13 @@ class NvmlSampler final : public GpuSampler {
   }
 
   // Errors only when the GPUs cannot be listed; any single reading that fails stays nullopt.
-  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override TY_EXCLUDES(mu_) {
+  util::Result<std::vector<GpuSample>> sample(util::Time now) override TY_EXCLUDES(mu_) {
     util::MutexLock lock(mu_);
     TY_ASSIGN_OR_RETURN(std::vector<PhysicalGpu> gpus, physical_gpus());
     watch_xids(gpus);
     poll_xids(gpus);
     std::vector<GpuSample> out;
-    for (const PhysicalGpu& gpu : gpus) append_samples(gpu, now_ms, out);
+    for (const PhysicalGpu& gpu : gpus) append_samples(gpu, now, out);
     return out;
   }
 
@@ -182,10 +182,10 @@ class NvmlSampler final : public GpuSampler {
     return gpus;
   }
 
-  void append_samples(const PhysicalGpu& gpu, int64_t now_ms, std::vector<GpuSample>& out)
+  void append_samples(const PhysicalGpu& gpu, util::Time now, std::vector<GpuSample>& out)
       TY_REQUIRES(mu_) {
     GpuSample s;
-    s.time_ms = now_ms;
+    s.time = now;
     s.index = gpu.index;
     s.uuid = gpu.uuid;
     s.name = gpu.name;
@@ -199,7 +199,7 @@ class NvmlSampler final : public GpuSampler {
         gpu.name, model::Bytes(memory ? static_cast<int64_t>(memory->total) : 0));
     nvml::read_gpu_fields(api_, gpu.handle, s);
     nvml::read_counter_fields(api_, gpu.handle, s);
-    interval_.read(gpu.handle, gpu.uuid, now_ms, s);
+    interval_.read(gpu.handle, gpu.uuid, now, s);
     s.processes = nvml::read_processes(api_, gpu.handle);
     nvml::read_process_utilization(api_, gpu.handle, last_seen_us_[gpu.uuid], s.processes);
     set_xid_fields(gpu.uuid, gpu.uuid, s);
@@ -207,13 +207,13 @@ class NvmlSampler final : public GpuSampler {
     std::string parent_model = s.model;
     std::string parent_pci = s.pci_bus_id;
     out.push_back(std::move(s));
-    if (mig) append_mig_samples(gpu, parent_model, parent_pci, now_ms, out);
+    if (mig) append_mig_samples(gpu, parent_model, parent_pci, now, out);
   }
 
   // MIG devices report memory and processes; utilization, temperature, power, clocks and the
   // rest are the parent GPU's, which NVML reports only on the parent.
   void append_mig_samples(const PhysicalGpu& gpu, const std::string& parent_model,
-                          const std::string& parent_pci, int64_t now_ms,
+                          const std::string& parent_pci, util::Time now,
                           std::vector<GpuSample>& out) TY_REQUIRES(mu_) {
     unsigned int max = 0;
     if (api_.get_max_mig_count(gpu.handle, &max) != nvml::kSuccess) return;
@@ -223,7 +223,7 @@ class NvmlSampler final : public GpuSampler {
       auto uuid = text(api_.get_uuid, h, "nvmlDeviceGetUUID (MIG)", gpu.index);
       if (!uuid.is_ok()) continue;
       GpuSample m;
-      m.time_ms = now_ms;
+      m.time = now;
       m.index = gpu.index;
       m.uuid = *uuid;
       auto name = text(api_.get_name, h, "nvmlDeviceGetName (MIG)", gpu.index);

@@ -12,14 +12,14 @@ std::optional<double> StepProgress::fraction() const {
 namespace {
 
 // The index of the first line of the window: the newest run of non-decreasing steps, cut to the
-// lines within `window_ms` of the newest one.
-size_t window_start(const std::vector<const StepMetrics*>& stepped, int64_t window_ms) {
+// lines within `window` of the newest one.
+size_t window_start(const std::vector<const StepMetrics*>& stepped, util::Duration window) {
   size_t first = stepped.size() - 1;
   const StepMetrics& last = *stepped.back();
   while (first > 0) {
     const StepMetrics& prev = *stepped[first - 1];
     if (*prev.step > *stepped[first]->step) break;
-    if (last.time_ms - prev.time_ms > window_ms) break;
+    if (last.time - prev.time > window) break;
     --first;
   }
   return first;
@@ -28,7 +28,7 @@ size_t window_start(const std::vector<const StepMetrics*>& stepped, int64_t wind
 void add_rates(const std::vector<const StepMetrics*>& w, StepProgress& p) {
   const StepMetrics& first = *w.front();
   const StepMetrics& last = *w.back();
-  const double dt_s = static_cast<double>(last.time_ms - first.time_ms) / 1000.0;
+  const double dt_s = util::to_seconds(last.time - first.time);
   const int64_t dsteps = *last.step - *first.step;
   double step_time_sum = 0, samples_sum = 0;
   int64_t step_time_n = 0, samples_n = 0;
@@ -60,11 +60,11 @@ std::optional<StepProgress> step_progress(std::span<const StepMetrics> lines,
     if (m.step) stepped.push_back(&m);
   }
   if (stepped.empty()) return std::nullopt;
-  const size_t first = window_start(stepped, options.window_ms);
+  const size_t first = window_start(stepped, options.window);
   const std::vector<const StepMetrics*> window(stepped.begin() + static_cast<ptrdiff_t>(first),
                                                stepped.end());
   p.step = *stepped.back()->step;
-  p.reported_ms = stepped.back()->time_ms;
+  p.reported = stepped.back()->time;
   add_rates(window, p);
   if (p.total_steps && *p.total_steps > 0) {
     const int64_t left = std::max<int64_t>(0, *p.total_steps - p.step);

@@ -16,19 +16,19 @@ namespace trainyard::telemetry {
 
 struct StepProgress {
   int64_t step = 0;
-  int64_t reported_ms = 0;  // `time` of the newest line with a step, Unix epoch ms
+  util::Time reported{};  // `time` of the newest line with a step
   std::optional<int64_t> total_steps;
   std::optional<double> steps_per_s;
   std::optional<double> samples_per_s;  // of the worker whose file was read
-  // Seconds from `reported_ms` to the last step at the current rate; 0 once step >= total.
+  // Seconds from `reported` to the last step at the current rate; 0 once step >= total.
   std::optional<double> eta_s;
   std::optional<double> fraction() const;  // step / total_steps, at most 1
 };
 
 struct StepProgressOptions {
-  // Rates are taken over the lines of the last `window_ms` before the newest one, so that
-  // they follow the job's current speed rather than its average since the start.
-  int64_t window_ms = 5 * 60 * 1000;
+  // Rates are taken over the lines of the last `window` before the newest one, so that they
+  // follow the job's current speed rather than its average since the start.
+  util::Duration window = util::seconds(5 * 60);
 };
 
 // Lines in file order. nullopt when no line carries a step. Steps that go back (a restart that

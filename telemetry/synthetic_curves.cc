@@ -172,7 +172,7 @@ bool is_fp32(std::string dtype) {
 Shape shape_of(const GpuDevice& device, const SyntheticLoad* load, const Jitter& j,
                int64_t now_ms) {
   if (!load) return {.temperature_c = kIdleTempC + 0.5 * j(kTemp)};
-  int64_t elapsed_ms = std::max<int64_t>(0, now_ms - load->start_ms);
+  int64_t elapsed_ms = std::max<int64_t>(0, now_ms - util::to_millis(load->start));
   double elapsed_s = static_cast<double>(elapsed_ms) / 1000;
   double job = job_constant(device.uuid, *load, kJobMemory);
   const std::string& p = load->profile;
@@ -266,12 +266,13 @@ SyntheticModelSpec synthetic_model_spec(std::string_view model) {
   return {};
 }
 
-GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, int64_t now_ms) {
+GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, util::Time now) {
+  const int64_t now_ms = util::to_millis(now);  // the curves and their jitter count in ms
   const SyntheticModelSpec spec = synthetic_model_spec(device.model);
   const Jitter j(device.uuid, now_ms);
   const Shape shape = shape_of(device, load, j, now_ms);
   GpuSample s;
-  s.time_ms = now_ms;
+  s.time = now;
   s.index = device.index;
   s.uuid = device.uuid;
   s.name = device.name;
@@ -310,8 +311,9 @@ GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, 
 }
 
 void SyntheticCounters::add(GpuSample& s) {
-  if (last_ms_ && last_ && s.time_ms > *last_ms_) {
-    const auto dt_ms = static_cast<double>(s.time_ms - *last_ms_);
+  const int64_t t_ms = util::to_millis(s.time);
+  if (last_ms_ && last_ && t_ms > *last_ms_) {
+    const auto dt_ms = static_cast<double>(t_ms - *last_ms_);
     // Trapezoids: W x ms = mJ.
     energy_mj_ += (last_->power_w.value_or(0) + s.power_w.value_or(0)) / 2 * dt_ms;
     const uint64_t bits = last_->throttle_reasons.value_or(0);
@@ -320,8 +322,8 @@ void SyntheticCounters::add(GpuSample& s) {
       thermal_us_ += dt_ms * 1000;
     if (bits & kThrottleGpuIdle) low_util_us_ += dt_ms * 1000;
   }
-  if (!last_ms_ || s.time_ms > *last_ms_) {
-    last_ms_ = s.time_ms;
+  if (!last_ms_ || t_ms > *last_ms_) {
+    last_ms_ = t_ms;
     last_ = s;
   }
   s.energy_mj = static_cast<uint64_t>(std::llround(energy_mj_));

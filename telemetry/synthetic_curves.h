@@ -27,10 +27,10 @@ SyntheticModelSpec synthetic_model_spec(std::string_view model);
 
 inline constexpr double kSyntheticSlowdownC = 87;
 
-// One reading of `device` at `now_ms` while it runs `load` (nullptr: nothing). MIG devices of a
+// One reading of `device` at `now` while it runs `load` (nullptr: nothing). MIG devices of a
 // synthetic GPU are not sampled: the synthetic sampler makes no MIG instances. Counters since
 // the driver loaded (energy, violation times) are left to SyntheticCounters.
-GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, int64_t now_ms);
+GpuSample synthesize_sample(const GpuDevice& device, const SyntheticLoad* load, util::Time now);
 
 // The counters of one synthetic GPU since the sampler started: energy integrates power, and
 // violation times add up the time throttle reasons were set. Not thread-safe (the sampler's

@@ -25,13 +25,13 @@ class SyntheticSampler final : public GpuSampler {
  public:
   explicit SyntheticSampler(std::vector<GpuDevice> devices) : devices_(std::move(devices)) {}
   util::Result<std::vector<GpuDevice>> devices() override { return devices_; }
-  util::Result<std::vector<GpuSample>> sample(int64_t now_ms) override TY_EXCLUDES(mu_) {
+  util::Result<std::vector<GpuSample>> sample(util::Time now) override TY_EXCLUDES(mu_) {
     util::MutexLock lock(mu_);
     std::vector<GpuSample> out;
     out.reserve(devices_.size());
     for (const auto& d : devices_) {
       auto load = loads_.find(d.uuid);
-      out.push_back(synthesize_sample(d, load == loads_.end() ? nullptr : &load->second, now_ms));
+      out.push_back(synthesize_sample(d, load == loads_.end() ? nullptr : &load->second, now));
       counters_[d.uuid].add(out.back());
     }
     return out;

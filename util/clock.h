@@ -31,6 +31,14 @@ constexpr double to_seconds(Time t) {
 constexpr Time from_millis(int64_t ms) {
   return kEpoch + std::chrono::milliseconds(ms);
 }
+// The start of the minute that holds `t` (UTC minutes: the epoch is on one).
+constexpr Time minute_of(Time t) {
+  return kEpoch + std::chrono::floor<std::chrono::minutes>(t - kEpoch);
+}
+// Milliseconds since the epoch, cut toward minus infinity (the wire form of sample times).
+constexpr int64_t to_millis(Time t) {
+  return std::chrono::floor<std::chrono::milliseconds>(t - kEpoch).count();
+}
 
 // "2017-10-09T07:01:55Z" style rendering of a time, UTC.
 std::string format_time(Time t);

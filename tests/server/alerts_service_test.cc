@@ -96,7 +96,7 @@ TEST(AlertsConfig, DurationsTakeUnitsOrSeconds) {
 
 AttributedSample idle_sample(int64_t now_ms, double util) {
   AttributedSample a;
-  a.sample.time_ms = now_ms;
+  a.sample.time = util::from_millis(now_ms);
   a.sample.uuid = "GPU-sim-0";
   a.sample.model = "H100-80GB";
   a.sample.gpu_util_percent = util;

@@ -44,7 +44,7 @@ TEST(BatchGpuSampler, NamesReadingsAfterSlotsAndSkipsStaleOnes) {
         .node = "n2"},
        {.run_dir = root / "rank-1", .slots = {"slurm-n1-gpu0"}, .slot_index = {0}, .node = "n1"},
        {.run_dir = root / "missing", .slots = {"x"}, .slot_index = {0}}});
-  auto samples = sampler.sample(10'500);
+  auto samples = sampler.sample(util::from_millis(10'500));
   ASSERT_TRUE(samples.is_ok());
   ASSERT_EQ(samples->size(), 2u) << "the stale reading and the missing file are left out";
   EXPECT_EQ((*samples)[0].uuid, "slurm-n2-gpu2");
@@ -54,7 +54,7 @@ TEST(BatchGpuSampler, NamesReadingsAfterSlotsAndSkipsStaleOnes) {
   EXPECT_EQ((*samples)[1].uuid, "slurm-n2-gpu3");
   EXPECT_EQ((*samples)[1].gpu_util_percent, 51.0);
   EXPECT_TRUE((*samples)[0].processes.empty()) << "another machine's pids mean nothing here";
-  EXPECT_EQ((*samples)[0].time_ms, 10'500);
+  EXPECT_EQ(util::to_millis((*samples)[0].time), 10'500);
   fs::remove_all(root);
 }
 

@@ -25,11 +25,11 @@ class LoadSampler final : public telemetry::GpuSampler {
                      .simulated = true});
     return out;
   }
-  util::Result<std::vector<telemetry::GpuSample>> sample(int64_t now_ms) override {
+  util::Result<std::vector<telemetry::GpuSample>> sample(util::Time now) override {
     std::lock_guard lock(mu_);
     std::vector<telemetry::GpuSample> out;
     for (int i = 0; i < 2; ++i) {
-      telemetry::GpuSample s{.time_ms = now_ms, .index = i, .uuid = "GPU-sim-" + std::to_string(i)};
+      telemetry::GpuSample s{.time = now, .index = i, .uuid = "GPU-sim-" + std::to_string(i)};
       s.memory_total_bytes = uint64_t{80} << 30;
       const bool busy = loads.contains(s.uuid);
       s.gpu_util_percent = busy ? 50.0 : 0.0;
@@ -78,7 +78,7 @@ class ControlPlaneTelemetryTest : public ::testing::Test {
   }
   void record(double seconds = 1) {
     clock_.advance_to(clock_.now() + util::seconds_f(seconds));
-    ASSERT_TRUE(plane_->telemetry_recorder()->record_once(now_ms()).is_ok());
+    ASSERT_TRUE(plane_->telemetry_recorder()->record_once(util::from_millis(now_ms())).is_ok());
   }
 
   std::filesystem::path dir_;
@@ -137,7 +137,7 @@ TEST_F(ControlPlaneTelemetryTest, RunningJobIsSeenOnItsGpuInEveryView) {
   EXPECT_EQ(samples->front().index, exec_.launches[0].visible_devices[0] == "GPU-sim-0" ? 0 : 1);
   EXPECT_DOUBLE_EQ(*samples->front().gpu_util_percent, 50.0);
   for (size_t i = 1; i < samples->size(); ++i)
-    EXPECT_LE((*samples)[i - 1].time_ms, (*samples)[i].time_ms);
+    EXPECT_LE((*samples)[i - 1].time, (*samples)[i].time);
   auto telemetry = plane_->job_telemetry(util::JobId(id), 5, admin_);
   ASSERT_TRUE(telemetry.is_ok());
   EXPECT_GE((*telemetry)["minutes"].size(), 1u);

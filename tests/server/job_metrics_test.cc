@@ -11,7 +11,7 @@ namespace trainyard::server {
 namespace {
 
 telemetry::StepMetrics line(int64_t ms, int64_t step, double loss, double wait, double step_time) {
-  return {.time_ms = ms,
+  return {.time = util::from_millis(ms),
           .step = step,
           .samples = 32,
           .loss = loss,
@@ -22,7 +22,7 @@ telemetry::StepMetrics line(int64_t ms, int64_t step, double loss, double wait, 
 TEST(MetricsSeries, KeepsEveryLineWhenTheyFit) {
   std::vector<std::pair<int, telemetry::StepMetrics>> lines = {{1, line(1000, 1, 2.0, 0.05, 0.1)},
                                                                {1, line(2000, 2, 1.0, 0.0, 0.2)}};
-  lines.push_back({1, {.time_ms = 3000, .step = 3}});  // a line with only a step
+  lines.push_back({1, {.time = util::from_millis(3000), .step = 3}});  // a line with only a step
   const auto s = metrics_series(lines, 500);
   EXPECT_EQ(s["lines"], 3);
   EXPECT_EQ(s["points"], 3);

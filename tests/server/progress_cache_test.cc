@@ -91,7 +91,7 @@ TEST(SummarizeMinutes, OneRowPerDeviceAndMinuteWithMeansAndMaxima) {
   std::vector<telemetry::GpuSample> samples;
   auto add = [&](int64_t ms, const char* uuid, double util, uint64_t mem) {
     telemetry::GpuSample s;
-    s.time_ms = ms;
+    s.time = util::from_millis(ms);
     s.uuid = uuid;
     s.gpu_util_percent = util;
     s.memory_used_bytes = mem;

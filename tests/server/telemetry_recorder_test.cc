@@ -19,12 +19,12 @@ class FakeSampler final : public telemetry::GpuSampler {
   util::Result<std::vector<telemetry::GpuDevice>> devices() override {
     return std::vector<telemetry::GpuDevice>{};
   }
-  util::Result<std::vector<telemetry::GpuSample>> sample(int64_t now_ms) override {
+  util::Result<std::vector<telemetry::GpuSample>> sample(util::Time now) override {
     if (fail) return util::unavailable("driver gone");
     std::vector<telemetry::GpuSample> out;
     for (int i = 0; i < 2; ++i) {
       telemetry::GpuSample s;
-      s.time_ms = now_ms;
+      s.time = now;
       s.index = i;
       s.uuid = "GPU-" + std::to_string(i);
       s.gpu_util_percent = util[i];
@@ -94,7 +94,7 @@ TEST_F(TelemetryRecorderTest, AttributesByPlacementAndByProcessSession) {
   p.by_session[600] = {.id = 8, .name = "b", .team = "nlp"};
   r.set_placements(p);
   sampler_.pids = {501, 999};  // 501 is job 7's (session 500), 999 is nobody's
-  ASSERT_TRUE(r.record_once(kMinute0 + 1000).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0 + 1000)).is_ok());
   const auto latest = r.latest();
   ASSERT_EQ(latest.size(), 2u);
   ASSERT_EQ(latest[0].jobs.size(), 1u);
@@ -114,7 +114,7 @@ TEST_F(TelemetryRecorderTest, JobOnAnUnreportedMigDeviceIsSeenOnItsGpu) {
   p.by_device["MIG-1-b"] = {{.id = 6, .name = "n", .team = "t"}};
   p.parent_of["MIG-1-b"] = "GPU-9";  // a GPU the sampler does not report either
   r.set_placements(p);
-  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0)).is_ok());
   const auto latest = r.latest();
   ASSERT_EQ(latest[0].jobs.size(), 1u);
   EXPECT_EQ(latest[0].jobs[0].id, 5);
@@ -130,10 +130,10 @@ TEST_F(TelemetryRecorderTest, WritesOneRowPerDeviceJobAndMinuteWhenTheMinuteClos
   for (int s = 0; s < 4; ++s) {
     sampler_.util[0] = 10.0 * (s + 1);  // 10, 20, 30, 40
     if (s == 3) sampler_.throttle[0] = 0x20;
-    ASSERT_TRUE(r.record_once(kMinute0 + s * 10'000).is_ok());
+    ASSERT_TRUE(r.record_once(util::from_millis(kMinute0 + s * 10'000)).is_ok());
   }
   EXPECT_EQ(written_.calls, 0);  // nothing closed yet: writes are batched per minute
-  ASSERT_TRUE(r.record_once(kMinute0 + 60'000).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0 + 60'000)).is_ok());
   ASSERT_EQ(written_.calls, 1);
   ASSERT_EQ(written_.rows.size(), 2u);
   const auto& job_row =
@@ -161,12 +161,12 @@ TEST_F(TelemetryRecorderTest, WritesOneRowPerDeviceJobAndMinuteWhenTheMinuteClos
 TEST_F(TelemetryRecorderTest, ReportsEachRoundToItsListener) {
   std::vector<std::pair<int64_t, size_t>> rounds;
   TelemetryRecorder r(sampler_, clock_,
-                      {.on_round = [&](int64_t now_ms, const std::vector<AttributedSample>& round) {
-                        rounds.emplace_back(now_ms, round.size());
+                      {.on_round = [&](util::Time now, const std::vector<AttributedSample>& round) {
+                        rounds.emplace_back(util::to_millis(now), round.size());
                       }});
-  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0)).is_ok());
   sampler_.fail = true;
-  EXPECT_FALSE(r.record_once(kMinute0 + 1000).is_ok());
+  EXPECT_FALSE(r.record_once(util::from_millis(kMinute0 + 1000)).is_ok());
   ASSERT_EQ(rounds.size(), 1u);  // a failed round reports nothing
   EXPECT_EQ(rounds[0], std::make_pair(kMinute0, size_t{2}));
 }
@@ -176,19 +176,21 @@ TEST_F(TelemetryRecorderTest, RingKeepsTheNewestSamplesAndFindsAJobsOwn) {
   TelemetryPlacements p;
   p.by_device["GPU-1"] = {{.id = 9, .name = "a", .team = "t"}};
   r.set_placements(p);
-  for (int s = 0; s < 5; ++s) ASSERT_TRUE(r.record_once(kMinute0 + s * 1000).is_ok());
-  auto mine = r.recent_for_job(9, 0);
+  for (int s = 0; s < 5; ++s)
+    ASSERT_TRUE(r.record_once(util::from_millis(kMinute0 + s * 1000)).is_ok());
+  auto mine = r.recent_for_job(9, util::from_millis(0));
   ASSERT_EQ(mine.size(), 3u);
-  EXPECT_EQ(mine.front().time_ms, kMinute0 + 2000);
+  EXPECT_EQ(mine.front().time, util::from_millis(kMinute0 + 2000));
   EXPECT_EQ(mine.back().uuid, "GPU-1");
-  EXPECT_EQ(r.recent_for_job(9, kMinute0 + 4000).size(), 1u);
-  EXPECT_TRUE(r.recent_for_job(10, 0).empty());
+  EXPECT_EQ(r.recent_for_job(9, util::from_millis(kMinute0 + 4000)).size(), 1u);
+  EXPECT_TRUE(r.recent_for_job(10, util::from_millis(0)).empty());
 }
 
 TEST_F(TelemetryRecorderTest, SetsSyntheticLoadsOnceAndClearsThemWhenTheJobLeaves) {
   TelemetryRecorder r = make();
   TelemetryPlacements p;
-  p.loads["GPU-0"] = {.job_id = "7", .profile = "data-bound", .start_ms = 5, .pids = {500}};
+  p.loads["GPU-0"] = {
+      .job_id = "7", .profile = "data-bound", .start = util::from_millis(5), .pids = {500}};
   r.set_placements(p);
   r.set_placements(p);  // unchanged: not set again
   ASSERT_EQ(sampler_.loads.size(), 1u);
@@ -213,7 +215,7 @@ TEST_F(TelemetryRecorderTest, FeedsTheDataWaitShareFromTheJobsStepMetrics) {
   p.loads["GPU-0"] = {.job_id = "7", .pids = {500}};
   p.metrics_files["GPU-0"] = file.string();
   r.set_placements(p);
-  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0)).is_ok());
   std::filesystem::remove(file);
   ASSERT_EQ(sampler_.loads.size(), 2u);
   ASSERT_TRUE(sampler_.loads[1].second && sampler_.loads[1].second->data_wait_fraction);
@@ -233,7 +235,7 @@ TEST_F(TelemetryRecorderTest, FeedsTheDtypeFromTheJobsStepMetricsEvenWithoutData
   p.loads["GPU-0"] = {.job_id = "7", .pids = {500}};
   p.metrics_files["GPU-0"] = file.string();
   r.set_placements(p);
-  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0)).is_ok());
   std::filesystem::remove(file);
   ASSERT_EQ(sampler_.loads.size(), 2u);
   ASSERT_TRUE(sampler_.loads[1].second.has_value());
@@ -246,11 +248,12 @@ TEST_F(TelemetryRecorderTest, FeedsTheDtypeFromTheJobsStepMetricsEvenWithoutData
 
 TEST_F(TelemetryRecorderTest, SamplerFailureIsAnErrorAndKeepsTheLastReading) {
   TelemetryRecorder r = make();
-  ASSERT_TRUE(r.record_once(kMinute0).is_ok());
+  ASSERT_TRUE(r.record_once(util::from_millis(kMinute0)).is_ok());
   sampler_.fail = true;
-  EXPECT_EQ(r.record_once(kMinute0 + 1000).code(), util::StatusCode::Unavailable);
+  EXPECT_EQ(r.record_once(util::from_millis(kMinute0 + 1000)).code(),
+            util::StatusCode::Unavailable);
   ASSERT_EQ(r.latest().size(), 2u);
-  EXPECT_EQ(r.latest()[0].sample.time_ms, kMinute0);
+  EXPECT_EQ(util::to_millis(r.latest()[0].sample.time), kMinute0);
 }
 
 TEST(SessionOfPid, ReadsThisProcesssSession) {

@@ -18,7 +18,7 @@ const AlertJob kJob{.id = 7, .name = "train", .team = "vision"};
 // A healthy, busy GPU running kJob; tests change what they are about.
 AlertObservation busy_gpu(int64_t now_ms) {
   AlertObservation o;
-  o.sample.time_ms = now_ms;
+  o.sample.time = util::from_millis(now_ms);
   o.sample.index = 0;
   o.sample.uuid = "GPU-0";
   o.sample.model = "H100-80GB";

@@ -20,7 +20,7 @@ JobTelemetry job(std::string model, double util, double tensor, std::string dtyp
   JobTelemetry j{.job_id = "7", .accelerator_model = model, .gpus = 1};
   for (int i = 0; i < kSamples; ++i) {
     GpuSample s;
-    s.time_ms = kT0 + i * 10'000;
+    s.time = util::from_millis(kT0 + i * 10'000);
     s.uuid = "GPU-t";
     s.model = model;
     s.gpu_util_percent = util + (i % 3);
@@ -31,7 +31,7 @@ JobTelemetry job(std::string model, double util, double tensor, std::string dtyp
     j.samples.push_back(s);
   }
   for (int i = 0; i < steps; ++i) {
-    j.steps.push_back(StepMetrics{.time_ms = kT0 + i * 1000,
+    j.steps.push_back(StepMetrics{.time = util::from_millis(kT0 + i * 1000),
                                   .step = i + 1,
                                   .samples = 64,
                                   .loss = 1.0,

@@ -25,7 +25,7 @@ class JobBuilder {
     const int index = gpus_++;
     for (int i = 0; i < samples; ++i) {
       GpuSample s;
-      s.time_ms = 1'700'000'000'000 + i * kStepMs;
+      s.time = util::from_millis(1'700'000'000'000 + i * kStepMs);
       s.index = index;
       s.uuid = "GPU-test-" + std::to_string(index);
       s.model = model_;
@@ -44,7 +44,7 @@ class JobBuilder {
                     std::string dtype = "bf16") {
     for (int i = 0; i < count; ++i) {
       StepMetrics m;
-      m.time_ms = 1'700'000'000'000 + i * 1000;
+      m.time = util::from_millis(1'700'000'000'000 + i * 1000);
       m.step = i + 1;
       m.samples = 64;
       m.loss = 1.0 / (i + 1);
@@ -60,7 +60,9 @@ class JobBuilder {
     JobTelemetry job{.job_id = "42", .accelerator_model = model_, .gpus = gpus_};
     job.samples = samples_;
     std::stable_sort(job.samples.begin(), job.samples.end(),
-                     [](const GpuSample& a, const GpuSample& b) { return a.time_ms < b.time_ms; });
+                     [](const GpuSample& a, const GpuSample& b) {
+                       return util::to_millis(a.time) < util::to_millis(b.time);
+                     });
     job.steps = steps_;
     return job;
   }
@@ -129,7 +131,7 @@ TEST(Doctor, TooLittleDataGivesNoDiagnosisEvenWhenItLooksBad) {
   EXPECT_TRUE(d.verdict.starts_with("not enough data yet")) << d.verdict;
   // Many samples over a short time are not enough either: the minimum is also a duration.
   DoctorThresholds t;
-  t.min_duration_ms = 30 * 60 * 1000;
+  t.min_duration = util::seconds(30 * 60);
   EXPECT_TRUE(diagnose(JobBuilder().gpu(flat(0), flat(0.95)).build(), t).findings.empty());
 }
 
@@ -432,7 +434,7 @@ TEST(StepMetrics, ParsesTheContractExample) {
       R"({"time":1748779212.5,"rank":0,"attempt":2,"step":1201,"samples":64,"loss":0.4127,)"
       R"("data_wait_s":0.0011,"step_time_s":0.0532,"dtype":"fp32","lr":0.0029})");
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-  EXPECT_EQ(m->time_ms, 1748779212500);
+  EXPECT_EQ(m->time, util::from_millis(1748779212500));
   EXPECT_EQ(m->step, 1201);
   EXPECT_EQ(m->samples, 64);
   EXPECT_DOUBLE_EQ(*m->loss, 0.4127);

@@ -9,7 +9,7 @@ namespace {
 
 TEST(GpuSampleJson, RoundTripKeepsEveryFieldAndTheUnmeasured) {
   GpuSample s;
-  s.time_ms = 1234567;
+  s.time = util::from_millis(1234567);
   s.index = 3;
   s.uuid = "GPU-abc";
   s.name = "NVIDIA H100 80GB HBM3";

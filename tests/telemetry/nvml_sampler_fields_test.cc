@@ -23,7 +23,7 @@ GpuSamplerPtr open_fake(const char* library) {
 }
 
 std::vector<GpuSample> sample_of(GpuSampler& sampler, int64_t now_ms) {
-  auto samples = sampler.sample(now_ms);
+  auto samples = sampler.sample(util::from_millis(now_ms));
   EXPECT_TRUE(samples.is_ok()) << samples.status().to_string();
   return samples.is_ok() ? *samples : std::vector<GpuSample>{};
 }

@@ -23,7 +23,7 @@ GpuSamplerPtr open_fake(const char* library) {
 }
 
 std::vector<GpuSample> sample_of(GpuSampler& sampler, int64_t now_ms) {
-  auto samples = sampler.sample(now_ms);
+  auto samples = sampler.sample(util::from_millis(now_ms));
   EXPECT_TRUE(samples.is_ok()) << samples.status().to_string();
   return samples.is_ok() ? *samples : std::vector<GpuSample>{};
 }
@@ -101,7 +101,7 @@ TEST(NvmlSampler, ReadsEachFieldOfAGpuInItsUnit) {
   ASSERT_TRUE(sampler);
   auto samples = sample_of(*sampler, 1234);
   const GpuSample& h100 = by_uuid(samples, kH100);
-  EXPECT_EQ(h100.time_ms, 1234);
+  EXPECT_EQ(util::to_millis(h100.time), 1234);
   EXPECT_EQ(h100.index, 0);
   EXPECT_EQ(h100.name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(h100.model, "H100-80GB");
@@ -265,7 +265,7 @@ TEST(NvmlSampler, FailsASampleOnlyWhenTheGpusCannotBeListed) {
   auto sampler = open_fake(TY_FAKE_NVML);
   ASSERT_TRUE(sampler);
   setenv("TY_FAKE_NVML_GPU_LOST", "1", 1);
-  auto lost = sampler->sample(1000);
+  auto lost = sampler->sample(util::from_millis(1000));
   unsetenv("TY_FAKE_NVML_GPU_LOST");
   ASSERT_FALSE(lost.is_ok());
   EXPECT_EQ(lost.status().code(), util::StatusCode::Unavailable);

@@ -12,7 +12,7 @@ constexpr int64_t kT0 = 1'700'000'000'000;
 StepMetrics line(int64_t ms, int64_t step, std::optional<int64_t> samples = std::nullopt,
                  std::optional<int64_t> total = std::nullopt) {
   StepMetrics m;
-  m.time_ms = kT0 + ms;
+  m.time = util::from_millis(kT0 + ms);
   m.step = step;
   m.samples = samples;
   m.total_steps = total;
@@ -26,7 +26,7 @@ TEST(StepProgress, RateIsStepsOverTimeAndEtaIsStepsLeftOverRate) {
   const auto p = step_progress(lines);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->step, 120);
-  EXPECT_EQ(p->reported_ms, kT0 + 10'000);
+  EXPECT_EQ(p->reported, util::from_millis(kT0 + 10'000));
   EXPECT_EQ(p->total_steps, 1000);
   ASSERT_TRUE(p->steps_per_s.has_value());
   EXPECT_DOUBLE_EQ(*p->steps_per_s, 2.0);
@@ -67,7 +67,7 @@ TEST(StepProgress, RateFollowsTheRecentWindowOnly) {
   int64_t step = 0;
   for (int s = 0; s < 600; s += 10) lines.push_back(line(s * 1000, step += 10));
   for (int s = 600; s <= 1200; s += 10) lines.push_back(line(s * 1000, step += 100));
-  const auto p = step_progress(lines, {.window_ms = 300'000});
+  const auto p = step_progress(lines, {.window = util::seconds(300)});
   ASSERT_TRUE(p.has_value());
   EXPECT_NEAR(*p->steps_per_s, 10.0, 1e-9);
 }
@@ -93,7 +93,7 @@ TEST(StepProgress, OneLineUsesTheJobsStepTime) {
 
 TEST(StepProgress, LinesWithoutStepsGiveNothing) {
   StepMetrics m;
-  m.time_ms = kT0;
+  m.time = util::from_millis(kT0);
   m.loss = 0.5;
   EXPECT_FALSE(step_progress(std::span<const StepMetrics>(&m, 1)).has_value());
   EXPECT_FALSE(step_progress({}).has_value());
@@ -110,7 +110,7 @@ TEST(MetricsTail, DropsTheCutFirstLineAndTheUnfinishedLastOne) {
   ASSERT_EQ(cut.size(), 2u);
   EXPECT_EQ(cut[0].step, 4);
   EXPECT_EQ(cut[0].total_steps, 9);
-  EXPECT_EQ(cut[1].time_ms, 1'700'000'001'500);
+  EXPECT_EQ(cut[1].time, util::from_millis(1'700'000'001'500));
   const auto whole = parse_metrics_tail("{\"time\":1,\"step\":1}\n", true);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].step, 1);

@@ -23,11 +23,14 @@ GpuSamplerPtr sim(std::string_view spec) {
 }
 
 SyntheticLoad job(std::string profile, std::vector<int> pids = {}) {
-  return {.job_id = "job-1", .profile = std::move(profile), .start_ms = kStartMs, .pids = pids};
+  return {.job_id = "job-1",
+          .profile = std::move(profile),
+          .start = util::from_millis(kStartMs),
+          .pids = pids};
 }
 
 GpuSample one(GpuSampler& sampler, int64_t now_ms, size_t gpu = 0) {
-  auto samples = sampler.sample(now_ms);
+  auto samples = sampler.sample(util::from_millis(now_ms));
   if (!samples.is_ok() || samples->size() <= gpu) {
     ADD_FAILURE() << "no sample of GPU " << gpu;
     return {};
@@ -63,13 +66,14 @@ std::string opt(const std::optional<T>& v) {
 std::string describe(const GpuSample& s) {
   std::string out = fmt::format(
       "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
-      s.time_ms, s.index, s.uuid, s.name, s.model, s.pci_bus_id, s.is_mig, opt(s.gpu_instance_id),
-      s.mig_profile, opt(s.gpu_util_percent), opt(s.mem_util_percent), opt(s.sm_active_percent),
-      opt(s.memory_used_bytes), opt(s.memory_total_bytes), opt(s.temperature_c),
-      opt(s.slowdown_temperature_c), opt(s.power_w), opt(s.power_limit_w), opt(s.sm_clock_mhz),
-      opt(s.mem_clock_mhz), opt(s.throttle_reasons), opt(s.ecc_corrected_volatile),
-      opt(s.ecc_uncorrected_volatile), opt(s.last_xid), opt(s.xid_count),
-      opt(s.pcie_tx_bytes_per_s), opt(s.pcie_rx_bytes_per_s), opt(s.nvlink_tx_bytes_per_s));
+      util::to_millis(s.time), s.index, s.uuid, s.name, s.model, s.pci_bus_id, s.is_mig,
+      opt(s.gpu_instance_id), s.mig_profile, opt(s.gpu_util_percent), opt(s.mem_util_percent),
+      opt(s.sm_active_percent), opt(s.memory_used_bytes), opt(s.memory_total_bytes),
+      opt(s.temperature_c), opt(s.slowdown_temperature_c), opt(s.power_w), opt(s.power_limit_w),
+      opt(s.sm_clock_mhz), opt(s.mem_clock_mhz), opt(s.throttle_reasons),
+      opt(s.ecc_corrected_volatile), opt(s.ecc_uncorrected_volatile), opt(s.last_xid),
+      opt(s.xid_count), opt(s.pcie_tx_bytes_per_s), opt(s.pcie_rx_bytes_per_s),
+      opt(s.nvlink_tx_bytes_per_s));
   for (const auto& p : s.processes) {
     out += fmt::format(" [{} {} {}]", p.pid, opt(p.memory_bytes), opt(p.sm_util_percent));
   }
@@ -79,11 +83,11 @@ std::string describe(const GpuSample& s) {
 TEST(SyntheticSampler, AGpuWithoutLoadIsIdle) {
   auto sampler = sim("sim:2xH100-80GB");
   ASSERT_TRUE(sampler);
-  auto samples = sampler->sample(kStartMs);
+  auto samples = sampler->sample(util::from_millis(kStartMs));
   ASSERT_TRUE(samples.is_ok());
   ASSERT_EQ(samples->size(), 2u);
   const GpuSample& s = (*samples)[1];
-  EXPECT_EQ(s.time_ms, kStartMs);
+  EXPECT_EQ(util::to_millis(s.time), kStartMs);
   EXPECT_EQ(s.index, 1);
   EXPECT_EQ(s.uuid, "GPU-sim-1-H100-80GB");
   EXPECT_EQ(s.model, "H100-80GB");
@@ -108,7 +112,7 @@ TEST(SyntheticSampler, AGpuWithoutLoadIsIdle) {
 TEST(SyntheticSampler, PowerLimitFollowsTheModel) {
   auto sampler = sim("sim:1xH100-80GB,1xA100-80GB,1xL4,1xT4");
   ASSERT_TRUE(sampler);
-  auto samples = sampler->sample(kStartMs);
+  auto samples = sampler->sample(util::from_millis(kStartMs));
   ASSERT_TRUE(samples.is_ok());
   ASSERT_EQ(samples->size(), 4u);
   EXPECT_EQ((*samples)[0].power_limit_w, 700.0);
@@ -124,14 +128,14 @@ TEST(SyntheticSampler, HealthyKeepsTheGpuBusyAndNeverThrottles) {
   sampler->set_synthetic_load(kGpu0, job("healthy"));
   auto samples = series(*sampler, 0, 40 * kMinute, 10 * kSecond);
   for (const GpuSample& s : samples) {
-    EXPECT_EQ(s.throttle_reasons, 0u) << s.time_ms;
+    EXPECT_EQ(s.throttle_reasons, 0u) << util::to_millis(s.time);
     EXPECT_GE(s.gpu_util_percent.value_or(0), 90);
     EXPECT_LE(s.gpu_util_percent.value_or(1000), 98);
     EXPECT_GE(memory_share(s), 0.70);
     EXPECT_LE(memory_share(s), 0.85);
     EXPECT_GE(s.power_w.value_or(0), 0.75 * 700);
     EXPECT_LE(s.power_w.value_or(1e9), 0.90 * 700);
-    if (s.time_ms - kStartMs >= 10 * kMinute) {  // warmed up
+    if (util::to_millis(s.time) - kStartMs >= 10 * kMinute) {  // warmed up
       EXPECT_GE(s.temperature_c.value_or(0), 65);
       EXPECT_LE(s.temperature_c.value_or(1000), 72);
     }
@@ -180,7 +184,8 @@ TEST(SyntheticSampler, OverheatingCrossesTheSlowdownThresholdAndThrottlesAfterSo
   auto samples = series(*sampler, 0, 20 * kMinute, 10 * kSecond);
   std::optional<int64_t> throttled_at;
   for (const GpuSample& s : samples) {
-    if (!throttled_at && (*s.throttle_reasons & kThrottleHwThermal)) throttled_at = s.time_ms;
+    if (!throttled_at && (*s.throttle_reasons & kThrottleHwThermal))
+      throttled_at = util::to_millis(s.time);
   }
   ASSERT_TRUE(throttled_at.has_value());
   EXPECT_GE(*throttled_at - kStartMs, 3 * kMinute);
@@ -215,7 +220,7 @@ TEST(SyntheticSampler, TensorActivityFollowsSmActivityAndTheJobsPrecision) {
   reports_fp32.dtype = "float32";
   sampler->set_synthetic_load("GPU-sim-2-H100-80GB", reports_fp32);
   for (int64_t t = 0; t <= 5 * kMinute; t += 13 * kSecond) {
-    auto samples = sampler->sample(kStartMs + t);
+    auto samples = sampler->sample(util::from_millis(kStartMs + t));
     ASSERT_TRUE(samples.is_ok());
     const GpuSample& mixed = (*samples)[0];
     const GpuSample& fp32 = (*samples)[1];
@@ -240,7 +245,7 @@ TEST(SyntheticSampler, EnergyIntegratesPowerAndViolationsAddUpThrottledTime) {
   sampler->set_synthetic_load(kGpu0, job("overheating"));
   std::vector<GpuSample> h100, t4;
   for (int64_t t = 0; t <= 20 * kMinute; t += 10 * kSecond) {
-    auto samples = sampler->sample(kStartMs + t);
+    auto samples = sampler->sample(util::from_millis(kStartMs + t));
     ASSERT_TRUE(samples.is_ok());
     h100.push_back((*samples)[0]);
     t4.push_back((*samples)[1]);
@@ -267,7 +272,7 @@ TEST(SyntheticSampler, DcgmHealthFieldsDependOnTheModel) {
   auto sampler = sim("sim:1xH100-80GB,1xT4");
   ASSERT_TRUE(sampler);
   sampler->set_synthetic_load(kGpu0, job("healthy"));
-  auto samples = sampler->sample(kStartMs + 5 * kMinute);
+  auto samples = sampler->sample(util::from_millis(kStartMs + 5 * kMinute));
   ASSERT_TRUE(samples.is_ok());
   const GpuSample& h100 = (*samples)[0];
   const GpuSample& t4 = (*samples)[1];
@@ -336,8 +341,8 @@ TEST(SyntheticSampler, SameInputsGiveIdenticalSamples) {
     s->set_synthetic_load("GPU-sim-2-L4", job("overheating", {8, 9}));
   }
   for (int64_t t : std::initializer_list<int64_t>{0, 1234, 5 * kMinute, 17 * kMinute + 1}) {
-    auto sa = a->sample(kStartMs + t);
-    auto sb = b->sample(kStartMs + t);
+    auto sa = a->sample(util::from_millis(kStartMs + t));
+    auto sb = b->sample(util::from_millis(kStartMs + t));
     ASSERT_TRUE(sa.is_ok() && sb.is_ok());
     ASSERT_EQ(sa->size(), sb->size());
     for (size_t i = 0; i < sa->size(); ++i) EXPECT_EQ(describe((*sa)[i]), describe((*sb)[i]));
@@ -363,7 +368,7 @@ TEST(SyntheticSampler, AGpuInMigModeReportsNoUtilization) {
   auto sampler = sim("sim:1xA100-40GB:mig");
   ASSERT_TRUE(sampler);
   sampler->set_synthetic_load("GPU-sim-0-A100-40GB", job("healthy", {3}));
-  auto samples = sampler->sample(kStartMs + kMinute);
+  auto samples = sampler->sample(util::from_millis(kStartMs + kMinute));
   ASSERT_TRUE(samples.is_ok());
   ASSERT_EQ(samples->size(), 1u);  // no MIG instances, so no MIG devices
   const GpuSample& s = (*samples)[0];
@@ -388,7 +393,7 @@ TEST(SyntheticSampler, LoadsMayChangeWhileSampling) {
     }
   });
   for (int i = 0; i < 2000; ++i) {
-    auto samples = sampler->sample(kStartMs + i * kSecond);
+    auto samples = sampler->sample(util::from_millis(kStartMs + i * kSecond));
     ASSERT_TRUE(samples.is_ok());
     ASSERT_EQ(samples->size(), 4u);
     for (const auto& s : *samples) EXPECT_LE(s.processes.size(), 1u);

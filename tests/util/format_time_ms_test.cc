@@ -47,3 +47,20 @@ TEST(FromMillis, IsMillisecondsSinceTheEpoch) {
 
 }  // namespace
 }  // namespace trainyard::util
+
+namespace trainyard::util {
+namespace {
+
+// The millisecond wire form of sample times and the minute a sample's row belongs to: both cut
+// toward minus infinity, so that a time just before the epoch is not counted in the minute after.
+TEST(SampleTimes, MillisAndMinutesRoundDown) {
+  EXPECT_EQ(to_millis(from_millis(1795732808123)), 1795732808123);
+  EXPECT_EQ(to_millis(from_millis(1795732808123) + Duration(999)), 1795732808123);
+  EXPECT_EQ(to_millis(kEpoch - Duration(1)), -1);
+  EXPECT_EQ(minute_of(from_millis(1795732808123)), from_millis(1795732800000));
+  EXPECT_EQ(minute_of(from_millis(1795732800000)), from_millis(1795732800000));
+  EXPECT_EQ(minute_of(kEpoch - Duration(1)), kEpoch - seconds(60));
+}
+
+}  // namespace
+}  // namespace trainyard::util
