@@ -6,8 +6,6 @@
 namespace trainyard::server {
 namespace {
 
-constexpr int64_t kMinuteMs = 60'000;
-
 std::optional<double> as_double(std::optional<uint64_t> v) {
   return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
 }
