@@ -31,7 +31,7 @@ torch's powerSGD_hook (test_distributed_powersgd_ranks.py, 2 ranks; --hook torch
 feedback helps (--no-error-feedback is worse), and at rank 2 the error-feedback buffer (what is
 not sent yet) grows to 6-7x the gradient applied per step, so directions arrive late and
 momentum amplifies them; a lower or decaying learning rate narrows the gap, more steps slowly
-(3.2M parameters, 1,500 steps: +18%). On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after
+(3.2M parameters, 1,500 steps: +18%; 10.5M, 1,000 steps with cosine decay: +7.5%). On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after
 60 steps. Judge PowerSGD on your own model over a few hundred
 steps. The table shows, from each rank's metrics:
 
