@@ -1,8 +1,10 @@
 // Cost of one GpuSampler::sample() call, the work the server does for every GPU reading: 8
 // synthetic GPUs running mixed profiles, and the NVML sampler over the tests' fake driver (3 GPUs
-// and 2 MIG devices; it measures trainyard's own overhead, not the real driver's). After each
-// result it prints the share of one core that sampling once a second costs (CPU time / 1 s).
-//   build/bench/telemetry_bench [--fake_nvml=PATH] [--benchmark_repetitions=5]
+// and 2 MIG devices; it measures trainyard's own overhead, not the real driver's) and, with
+// --nvml, the NVML sampler over this machine's driver (libnvidia-ml.so.1, all its GPUs: our code
+// plus the driver's calls). After each result it prints the share of one core that sampling once
+// a second costs (CPU time / 1 s).
+//   build/bench/telemetry_bench [--fake_nvml=PATH] [--nvml] [--benchmark_repetitions=5]
 #include <unistd.h>
 
 #include <cstring>
@@ -25,6 +27,7 @@ std::string g_fake_nvml = TY_FAKE_NVML;
 #else
 std::string g_fake_nvml;
 #endif
+bool g_real_nvml = false;
 
 // The console output plus, per result, CPU time per sample() as % of one core at 1 Hz.
 class CpuShareReporter : public benchmark::ConsoleReporter {
@@ -80,6 +83,17 @@ void fake_nvml_3_gpus(benchmark::State& state) {
   run_samples(state, **sampler);
 }
 
+void driver_nvml(benchmark::State& state) {
+  auto sampler = telemetry::make_nvml_sampler();
+  if (!sampler.is_ok()) {
+    state.SkipWithError(sampler.status().to_string().c_str());
+    return;
+  }
+  auto devices = (*sampler)->devices();
+  state.counters["gpus"] = devices.is_ok() ? static_cast<double>(devices->size()) : 0.0;
+  run_samples(state, **sampler);
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("sample/synthetic/8_gpus", synthetic_8_gpus)
       ->Unit(benchmark::kMicrosecond);
@@ -92,18 +106,23 @@ void register_all() {
                "(build ty_fake_nvml or pass --fake_nvml=PATH)\n",
                g_fake_nvml);
   }
+  if (g_real_nvml) {
+    benchmark::RegisterBenchmark("sample/nvml/driver", driver_nvml)->Unit(benchmark::kMicrosecond);
+  }
 }
 
 }  // namespace
 }  // namespace trainyard::bench
 
 int main(int argc, char** argv) {
-  // --fake_nvml=PATH is ours; everything else goes to Google Benchmark.
+  // --fake_nvml=PATH and --nvml are ours; everything else goes to Google Benchmark.
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     constexpr const char* kFlag = "--fake_nvml=";
     if (std::strncmp(argv[i], kFlag, std::strlen(kFlag)) == 0) {
       trainyard::bench::g_fake_nvml = argv[i] + std::strlen(kFlag);
+    } else if (std::strcmp(argv[i], "--nvml") == 0) {
+      trainyard::bench::g_real_nvml = true;
     } else {
       args.push_back(argv[i]);
     }

@@ -23,6 +23,15 @@ def have_torch():
     return True
 
 
+def have_cuda():
+    """True when torch is installed and sees a CUDA device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def child_env(**extra):
     """The environment for a child: the SDK importable, no trainyard vars leaking in."""
     env = {k: v for k, v in os.environ.items()

@@ -429,5 +429,45 @@ class LoaderTest(unittest.TestCase):
             next(iter(self.loader(workers=2, decode=bad)))
 
 
+
+@unittest.skipUnless(sdk_test_util.have_cuda(), "no CUDA device: pinned batches are not tested")
+class LoaderOnCudaTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = sdk_test_util.TempDir()
+        cls.dir = os.path.join(cls.tmp.path, "ds")
+        data.write_dataset(cls.dir, (b"s%d" % i for i in range(N)), shard_bytes=100)
+        cls.ds = data.ShardDataset(cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def loader(self, **kw):
+        loader = data.Loader(self.ds, 6, seed=7, drop_last=False, decode=None,
+                             decode_batch=arrays_of, workers=2, **kw)
+        self.addCleanup(loader.close)
+        return loader
+
+    def test_batches_are_pinned_by_default_and_reach_the_gpu_unchanged(self):
+        import torch
+        want = list(self.loader(worker_type="thread", pin_memory=False))
+        self.assertFalse(want[0]["x"].is_pinned())
+        for kind in ("thread", "process"):
+            with self.subTest(worker_type=kind):
+                loader = self.loader(worker_type=kind)  # pin_memory=None: pinned under CUDA
+                self.assertTrue(loader.pin_memory)
+                got = 0
+                for b, w in zip(loader, want):
+                    self.assertTrue(same(b, w))
+                    for t in (b["x"], b["bf"], b["pair"][0]):
+                        self.assertTrue(t.is_pinned())
+                    on_gpu = b["x"].to("cuda", non_blocking=True)
+                    torch.cuda.synchronize()
+                    self.assertTrue(torch.equal(on_gpu.cpu(), w["x"]))
+                    got += 1
+                self.assertEqual(got, len(want))
+
+
 if __name__ == "__main__":
     unittest.main()

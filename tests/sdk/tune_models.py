@@ -44,9 +44,9 @@ def cnn_case(seed=0, image=16):
     return model, sample
 
 
-def transformer_case(seed=0, seq=16):
+def transformer_case(seed=0, seq=16, dim=32, heads=4, layers=2):
     torch.manual_seed(seed)
-    model = SmallTransformer(seq=seq)
+    model = SmallTransformer(dim=dim, heads=heads, layers=layers, seq=seq)
     tokens = torch.randint(0, 64, (8, seq + 1))
     return model, (tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
 
@@ -100,6 +100,58 @@ def step_peak_bytes(model, make_optimizer, sample, size):
         p.grad = None
     model.load_state_dict(saved)
     return base + peak
+
+
+def cuda_step_peak(model, make_optimizer, sample, size, precision="fp32", channels_last=False,
+                   tf32=False):
+    """CUDA: the caching allocator's high-water mark (bytes reserved) of one training step at
+    batch `size` with autocast `precision` and the layout given, gradients and optimizer state
+    of a warm-up step alive; infinity when it runs out of memory. Its own step, written apart
+    from trainyard.tune's runner, for checking the tuner's search on a GPU."""
+    device = next(model.parameters()).device
+    n = sample[0].shape[0]
+    idx = torch.arange(size) % n
+    x, y = sample[0][idx].to(device), sample[1][idx].to(device)
+    fmt = torch.channels_last if channels_last and x.dim() == 4 else torch.contiguous_format
+    x = x.contiguous(memory_format=fmt)
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+    model.to(memory_format=fmt)
+    model.train()
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16")
+    opt = make_optimizer(model.parameters())
+
+    def step():
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]).float(),
+                                                     y.reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    try:
+        step()  # warm-up: optimizer state made, gradients kept
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        peak = torch.cuda.max_memory_reserved(device)
+    except torch.cuda.OutOfMemoryError:
+        peak = float("inf")
+    finally:
+        opt = None
+        for p in model.parameters():
+            p.grad = None
+        model.to(memory_format=torch.contiguous_format)
+        model.load_state_dict(saved)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+        import gc
+        gc.collect()
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+    return peak
 
 
 def true_largest(model, make_optimizer, sample, limit, stop=10 ** 6):
