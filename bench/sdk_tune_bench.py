@@ -63,7 +63,7 @@ CUDA_CASES = {
     "cnn": (lambda: tune_models.cnn_case(image=32), 1024, 8192, True),
     "transformer": (lambda: tune_models.transformer_case(seq=32), 1024, 8192, True),
     "transformer-large": (lambda: tune_models.transformer_case(seq=256, dim=256, heads=8,
-                                                               layers=4), 0, 4096, False),
+                                                               layers=4), 0, 16384, False),
 }
 
 

@@ -67,6 +67,14 @@ void fp32_rule(Context& ctx) {
   if (ctx.stats.steps < ctx.t.min_steps || !is_fp32(last_with_dtype->dtype)) return;
   const TensorCoreInfo tc = tensor_core_info(ctx.model);
   if (!tc.tensor_cores) return;
+  // trainyard.tune chose fp32 with TF32 matmuls because it measured them faster than bf16 at
+  // this micro-batch (tiny steps, seen on an H100): those matmuls run on the tensor cores, and
+  // the doctor does not contradict a measured choice. TF32 exists where bf16 does (Ampere on).
+  const StepMetrics::Tune* tuned = nullptr;
+  for (const auto& s : ctx.job.steps) {
+    if (s.tune) tuned = &*s.tune;
+  }
+  if (tuned != nullptr && tuned->tf32 && tc.bf16) return;
   const model::Accelerator* acc = model::find_accelerator(ctx.model);
   std::vector<std::string> evidence = {
       fmt::format("dtype \"{}\" on {} of {} metric lines (last: \"{}\")", last_with_dtype->dtype,

@@ -99,7 +99,7 @@ struct DeviceTimeline {
   double communication_us = 0, memory_us = 0;  // unions of those classes
   double overlap_us = 0;                       // compute ∩ communication
   double compute_kernel_us = 0;                // sum of compute kernel durations
-  double gemm_us = 0, tensor_core_us = 0;      // sums of GEMM / tensor-core kernel durations
+  double gemm_us = 0, tensor_core_us = 0;      // sums of GEMM / tensor-core GEMM kernel durations
   std::vector<StreamIdle> streams;
   LaunchStats launch;
   std::vector<KernelSummary> top_kernels;  // by total time

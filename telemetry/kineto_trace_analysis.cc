@@ -205,8 +205,13 @@ void temporal_breakdown(std::span<const GpuEvent> events, const RawTrace& raw, D
   for (const GpuEvent& e : events) {
     if (e.kind != KernelClass::Compute) continue;
     compute_sum += e.dur_ns;
-    if (raw.info[e.name].gemm) gemm += e.dur_ns;
-    if (raw.info[e.name].tensor_core) tensor += e.dur_ns;
+    // Tensor-core time is counted among the GEMMs only, as a share of them: attention kernels
+    // (flash, cuDNN's sdpa) use tensor cores too but are not GEMMs, and counting them made the
+    // share exceed 100% on a real H100 trace.
+    if (raw.info[e.name].gemm) {
+      gemm += e.dur_ns;
+      if (raw.info[e.name].tensor_core) tensor += e.dur_ns;
+    }
   }
   d.compute_kernel_us = us(compute_sum);
   d.gemm_us = us(gemm);

@@ -42,6 +42,8 @@ inline constexpr unsigned int kPerfPolicyReliability = 5;
 inline constexpr unsigned int kFieldMemoryTemp = 82;        // NVML_FI_DEV_MEMORY_TEMP, C
 inline constexpr unsigned int kFieldNvlinkDataTx = 138;     // ..._NVLINK_THROUGHPUT_DATA_TX, KiB
 inline constexpr unsigned int kFieldNvlinkDataRx = 139;     // ..._NVLINK_THROUGHPUT_DATA_RX, KiB
+inline constexpr unsigned int kFieldPcieTxBytes = 197;      // NVML_FI_DEV_PCIE_COUNT_TX_BYTES
+inline constexpr unsigned int kFieldPcieRxBytes = 198;      // NVML_FI_DEV_PCIE_COUNT_RX_BYTES
 inline constexpr unsigned int kScopeAllLinks = 0xFFFFFFFF;  // scopeId: the sum over all links
 // nvmlValueType_t.
 inline constexpr int kValueDouble = 0;

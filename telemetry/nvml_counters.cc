@@ -1,7 +1,7 @@
 // NVML readings of dcgm-exporter's default fields beyond the basic ones: counters since the
 // driver loaded (energy, PCIe replays, clock-violation times, remapped rows) and the values that
-// come only through nvmlDeviceGetFieldValues (memory temperature, NVLink byte counters). Each
-// entry point is optional; a missing one, an error or a blank value leaves its field nullopt.
+// come only through nvmlDeviceGetFieldValues (memory temperature, NVLink and PCIe byte counters).
+// Each entry point is optional; a missing one, an error or a blank value leaves its field nullopt.
 #include <optional>
 
 #include "telemetry/nvml_readings.h"
@@ -83,6 +83,11 @@ std::optional<double> read_memory_temperature(const Api& api, Device device) {
 }  // namespace
 
 void read_counter_fields(const Api& api, Device device, GpuSample& out) {
+  read_remapped_rows(api, device, out);
+  out.memory_temperature_c = read_memory_temperature(api, device);
+}
+
+void read_costly_counters(const Api& api, Device device, GpuSample& out) {
   unsigned long long energy = 0;
   if (api.get_total_energy && api.get_total_energy(device, &energy) == kSuccess)
     out.energy_mj = not_blank(energy);
@@ -91,8 +96,6 @@ void read_counter_fields(const Api& api, Device device, GpuSample& out) {
       replays != 0xFFFFFFFF)
     out.pcie_replay_count = replays;
   read_violations(api, device, out);
-  read_remapped_rows(api, device, out);
-  out.memory_temperature_c = read_memory_temperature(api, device);
 }
 
 std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device) {
@@ -106,6 +109,19 @@ std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device
   auto rx = field_number(f[1]);
   if (!tx || !rx || *tx < 0 || *rx < 0) return std::nullopt;
   return NvlinkCounters{.tx_kib = static_cast<uint64_t>(*tx), .rx_kib = static_cast<uint64_t>(*rx)};
+}
+
+std::optional<PcieCounters> read_pcie_counters(const Api& api, Device device) {
+  if (!api.get_field_values) return std::nullopt;
+  FieldValue f[2]{};
+  f[0].field_id = kFieldPcieTxBytes;
+  f[1].field_id = kFieldPcieRxBytes;
+  if (api.get_field_values(device, 2, f) != kSuccess) return std::nullopt;
+  auto tx = field_number(f[0]);
+  auto rx = field_number(f[1]);
+  if (!tx || !rx || *tx < 0 || *rx < 0) return std::nullopt;
+  return PcieCounters{.tx_bytes = static_cast<uint64_t>(*tx),
+                      .rx_bytes = static_cast<uint64_t>(*rx)};
 }
 
 }  // namespace trainyard::telemetry::nvml

@@ -31,6 +31,7 @@ void IntervalReadings::read(Device device, const std::string& uuid, util::Time n
                             GpuSample& out) {
   read_gpm(device, uuid, now, out);
   read_nvlink(device, uuid, now, out);
+  read_pcie(device, uuid, now, out);
 }
 
 void IntervalReadings::release() {
@@ -106,6 +107,26 @@ void IntervalReadings::read_nvlink(Device device, const std::string& uuid, util:
   }
   // A counter that went back (driver reload) starts a new baseline.
   if (it == nvlink_.end() || now > it->second.at) nvlink_[uuid] = {*counters, now};
+}
+
+void IntervalReadings::read_pcie(Device device, const std::string& uuid, util::Time now,
+                                 GpuSample& out) {
+  auto counters = read_pcie_counters(api_, device);
+  if (!counters) {
+    pcie_.erase(uuid);
+    return;
+  }
+  auto it = pcie_.find(uuid);
+  if (it != pcie_.end() && now > it->second.at &&
+      counters->tx_bytes >= it->second.counters.tx_bytes &&
+      counters->rx_bytes >= it->second.counters.rx_bytes) {
+    const double seconds = util::to_seconds(now - it->second.at);
+    out.pcie_tx_bytes_per_s =
+        static_cast<double>(counters->tx_bytes - it->second.counters.tx_bytes) / seconds;
+    out.pcie_rx_bytes_per_s =
+        static_cast<double>(counters->rx_bytes - it->second.counters.rx_bytes) / seconds;
+  }
+  if (it == pcie_.end() || now > it->second.at) pcie_[uuid] = {*counters, now};
 }
 
 }  // namespace trainyard::telemetry::nvml

@@ -1,6 +1,7 @@
 // Readings of one GPU that need two samples in time: GPM profiling metrics (Hopper and newer:
-// SM, tensor, DRAM and engine activity between two GPM samples) and NVLink throughput (the
-// change of NVLink's byte counters). Used only by the NVML sampler, whose mutex serializes the
+// SM, tensor, DRAM and engine activity between two GPM samples), NVLink throughput (the
+// change of NVLink's byte counters) and PCIe throughput (the change of PCIe's byte counters, on
+// drivers that have them). Used only by the NVML sampler, whose mutex serializes the
 // calls; the first sample of a GPU reports neither. Not thread-safe.
 #pragma once
 
@@ -22,8 +23,12 @@ class IntervalReadings {
   IntervalReadings(const IntervalReadings&) = delete;
   IntervalReadings& operator=(const IntervalReadings&) = delete;
 
-  // Fills the GPM and NVLink fields of `out` from the change since the previous call for `uuid`.
+  // Fills the GPM, NVLink and PCIe fields of `out` from the change since the previous call for
+  // `uuid`.
   void read(Device device, const std::string& uuid, util::Time now, GpuSample& out);
+  // True when the last read of `uuid` found PCIe byte counters, so its PCIe rates need no
+  // nvmlDeviceGetPcieThroughput (the first read has counters but no rate yet).
+  bool has_pcie_counters(const std::string& uuid) const { return pcie_.contains(uuid); }
   // Frees the GPM sample buffers; call before nvmlShutdown. Idempotent.
   void release();
 
@@ -38,14 +43,20 @@ class IntervalReadings {
     NvlinkCounters counters;
     util::Time at{};
   };
+  struct Pcie {
+    PcieCounters counters;
+    util::Time at{};
+  };
 
   Gpm* gpm_of(Device device, const std::string& uuid);
   void read_gpm(Device device, const std::string& uuid, util::Time now, GpuSample& out);
   void read_nvlink(Device device, const std::string& uuid, util::Time now, GpuSample& out);
+  void read_pcie(Device device, const std::string& uuid, util::Time now, GpuSample& out);
 
   const Api& api_;
   std::map<std::string, Gpm> gpm_;        // GPU uuid -> its GPM buffers (checked once)
   std::map<std::string, Nvlink> nvlink_;  // GPU uuid -> previous NVLink counters
+  std::map<std::string, Pcie> pcie_;      // GPU uuid -> previous PCIe counters
 };
 
 }  // namespace trainyard::telemetry::nvml

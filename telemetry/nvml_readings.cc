@@ -158,9 +158,12 @@ void read_gpu_fields(const Api& api, Device device, GpuSample& out) {
   out.throttle_reasons = read_throttle_reasons(api, device);
   out.ecc_corrected_volatile = read_ecc(api, device, kEccCorrected);
   out.ecc_uncorrected_volatile = read_ecc(api, device, kEccUncorrected);
+  // NVLink and PCIe throughput come from byte counters between two samples (nvml_interval.cc).
+}
+
+void read_pcie_throughput(const Api& api, Device device, GpuSample& out) {
   out.pcie_tx_bytes_per_s = read_pcie(api, device, kPcieTx);
   out.pcie_rx_bytes_per_s = read_pcie(api, device, kPcieRx);
-  // NVLink throughput comes from byte counters between two samples (nvml_interval.cc).
 }
 
 std::vector<GpuProcessSample> read_processes(const Api& api, Device device) {

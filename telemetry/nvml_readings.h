@@ -22,12 +22,19 @@ std::optional<MemoryReading> read_memory(const Api& api, Device device);
 // "00000000:18:00.0", or empty when the driver cannot say.
 std::string read_pci_bus_id(const Api& api, Device device);
 // Whole-GPU readings (not for MIG devices, where NVML does not report them): utilization,
-// temperature and its slowdown threshold, power, clocks, throttle reasons, volatile ECC, PCIe.
+// temperature and its slowdown threshold, power, clocks, throttle reasons, volatile ECC.
 void read_gpu_fields(const Api& api, Device device, GpuSample& out);
-// Whole-GPU counters since the driver loaded and health fields, each where the driver has its
-// entry point (nvml_counters.cc): energy, PCIe replays, violation times, remapped rows, memory
+// PCIe throughput through nvmlDeviceGetPcieThroughput, which samples each direction over 20 ms
+// and so blocks ~21 ms per call (measured on an H100, driver 580); drivers with PCIe byte
+// counters give the rate without it (nvml_interval.cc).
+void read_pcie_throughput(const Api& api, Device device, GpuSample& out);
+// Whole-GPU health fields that cost microseconds (nvml_counters.cc): remapped rows, memory
 // temperature.
 void read_counter_fields(const Api& api, Device device, GpuSample& out);
+// Whole-GPU counters since the driver loaded that cost the driver milliseconds per read (on an
+// H100, driver 580: energy 3.3 ms of CPU, each of the six violation policies 0.8 ms): energy,
+// PCIe replays, violation times. Each where the driver has its entry point.
+void read_costly_counters(const Api& api, Device device, GpuSample& out);
 // NVLink data (without protocol overhead) sent and received since the driver loaded, summed
 // over all links, in KiB; nullopt when the GPU or driver has no NVLink counters.
 struct NvlinkCounters {
@@ -35,6 +42,13 @@ struct NvlinkCounters {
   uint64_t rx_kib = 0;
 };
 std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device);
+// PCIe bytes sent and received since the driver loaded (field values, newer drivers); nullopt
+// when the GPU or driver does not count them.
+struct PcieCounters {
+  uint64_t tx_bytes = 0;
+  uint64_t rx_bytes = 0;
+};
+std::optional<PcieCounters> read_pcie_counters(const Api& api, Device device);
 // The compute processes on the device with the memory each holds; empty when unsupported.
 std::vector<GpuProcessSample> read_processes(const Api& api, Device device);
 // Sets each process's SM utilization from the samples newer than `last_seen_us` (advanced to the

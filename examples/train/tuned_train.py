@@ -116,15 +116,20 @@ def collate(samples):
 
 
 def to_input(images):
-    """uint8 [B, 3, H, W] -> float32 in [0, 1]: on a GPU this runs on the device."""
-    return torch.from_numpy(images).float().div_(255.0)
+    """uint8 [B, 3, H, W] tensor (numpy accepted) -> float32 in [0, 1], where the tensor is:
+    the loop moves the uint8 batch to the GPU first, a quarter of the bytes of float32."""
+    if not isinstance(images, torch.Tensor):
+        images = torch.from_numpy(images)
+    return images.float().div_(255.0)
 
 
 def make_model():
     return torch.nn.Sequential(
         torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+        # 16x16 -> 4x4: AvgPool2d(4), not AdaptiveAvgPool2d(4), whose CUDA backward is not
+        # deterministic (torch.use_deterministic_algorithms refuses it).
+        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.AvgPool2d(4),
         torch.nn.Flatten(), torch.nn.Dropout(0.1), torch.nn.Linear(64 * 16, CLASSES))
 
 
@@ -190,6 +195,8 @@ def main():
     tag = "tuned_train: rank %d/%d" % (ctx.rank, ctx.world_size)
     # One thread and deterministic kernels: the same inputs give the same bits every time.
     torch.set_num_threads(1)
+    # cuBLAS is deterministic only with a fixed workspace (CUDA's reproducibility notes).
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
 
     # 1. The dataset: rank 0 writes it once, everyone opens it after the barrier.
@@ -204,7 +211,7 @@ def main():
 
     # 2. Model, optimizer and the newest checkpoint every rank committed.
     torch.manual_seed(args.seed)  # the same initial weights on every rank
-    net = make_model()
+    net = make_model().to(ctx.device)  # tune() measures where the model is
 
     def make_opt(params):
         return torch.optim.AdamW(params, lr=args.lr)
@@ -261,7 +268,7 @@ def main():
         # Agree on stopping: the MAX all-reduce makes every rank see the notice at one step.
         stop = job.should_stop() or (ctx.rank == 0 and args.yield_at_step is not None
                                      and start_step < args.yield_at_step <= step)
-        flag = torch.tensor([1 if stop else 0], dtype=torch.int32)
+        flag = torch.tensor([1 if stop else 0], dtype=torch.int32, device=ctx.device)  # NCCL: GPU
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() and step < args.steps:
             print("%s: notice at step %d; saving and exiting 75" % (tag, step), flush=True)
@@ -281,7 +288,8 @@ def main():
             rid, y, x = next(feed)
             wait += loader.last_wait_s  # how long next() blocked on the loader
             ids.update(rid.tobytes())
-            x, y = trainer.prepare((to_input(x), torch.from_numpy(y)))
+            x, y = trainer.prepare((torch.from_numpy(x), torch.from_numpy(y)))  # uint8 moved
+            x = trainer.prepare(to_input(x))  # float on the device, channels-last if planned
             with trainer.autocast():
                 loss = torch.nn.functional.cross_entropy(model(x).float(), y)
             trainer.backward(loss)

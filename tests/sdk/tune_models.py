@@ -93,7 +93,9 @@ def step_peak_bytes(model, make_optimizer, sample, size):
     opt.step()
     records = [e for e in torch.autograd._disable_profiler().events() if e.name() == "[memory]"]
     running = peak = 0
-    for e in sorted(records, key=lambda e: e.start_us()):
+    def start(e):  # start_ns() in torch 2.x, start_us() before
+        return e.start_ns() if hasattr(e, "start_ns") else e.start_us() * 1000
+    for e in sorted(records, key=start):
         running += e.nbytes()
         peak = max(peak, running)
     for p in params:

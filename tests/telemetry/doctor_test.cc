@@ -226,6 +226,25 @@ TEST(Doctor, Fp32OnTensorCoreGpus) {
   EXPECT_EQ(find(bf16, "fp32-on-tensor-cores"), nullptr);
 }
 
+TEST(Doctor, Fp32ThatTrainyardTuneChoseWithTf32IsNotCalledTensorCoresUnused) {
+  auto tuned = [](bool tf32) {
+    JobTelemetry job =
+        JobBuilder().gpu(busy, flat(0.6)).steps(100, steady_step, 0.01, "fp32").build();
+    auto line = parse_step_metrics_line(
+        std::string(R"({"time":1700000000,"dtype":"fp32","tune_micro_batch":64,)") +
+        R"("tune_accum_steps":1,"tune_tf32":)" + (tf32 ? "true" : "false") + "}");
+    EXPECT_TRUE(line.is_ok()) << line.status().to_string();
+    job.steps.insert(job.steps.begin(), *line);
+    return diagnose(job);
+  };
+  // Measured faster than bf16 and run with TF32: the tensor cores are in use.
+  auto with_tf32 = tuned(true);
+  EXPECT_EQ(find(with_tf32, "fp32-on-tensor-cores"), nullptr) << rules_of(with_tf32);
+  // Plain fp32 (TF32 off) still is.
+  auto without = tuned(false);
+  EXPECT_NE(find(without, "fp32-on-tensor-cores"), nullptr) << rules_of(without);
+}
+
 TEST(Doctor, MemoryLeakWhenMemoryKeepsRising) {
   // 10% -> ~81% over 20 minutes: each 10-sample window ~6% above the one before.
   auto rising = [](int i) { return 0.10 + 0.006 * i; };

@@ -5,6 +5,7 @@
 // GPU 2: T4, no MIG, no ECC, no memory _v2 (answers a version mismatch), utilization sentinel.
 // Every value is distinct so a test can tell which call and which unit produced a field.
 // Environment: TY_FAKE_NVML_INIT_ERROR makes init fail, TY_FAKE_NVML_GPU_LOST the device count.
+// ty_fake_nvml_calls("nvml...") says how often a few costly entry points were called.
 // Built three ways:
 //   default                  every entry point a current driver has (with fake_nvml_fields.cc:
 //                            energy, replays, violations, remapped rows, field values, GPM);
@@ -13,6 +14,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 
 namespace {
 
@@ -250,9 +253,21 @@ int processes(void* h, unsigned int* count, Info* infos) {
   return kSuccess;
 }
 
+// How often a few costly entry points were called, for tests of how often the sampler reads.
+std::map<std::string, unsigned long long> g_calls;
+
 }  // namespace
 
 extern "C" {
+
+// Test hooks: ty_fake_nvml_count("name") counts a call, ty_fake_nvml_calls("name") reads it.
+void ty_fake_nvml_count(const char* name) {
+  ++g_calls[name];
+}
+unsigned long long ty_fake_nvml_calls(const char* name) {
+  auto it = g_calls.find(name);
+  return it == g_calls.end() ? 0 : it->second;
+}
 
 int nvmlInit_v2() {
   return init();
@@ -394,6 +409,7 @@ int nvmlDeviceGetTotalEccErrors(void* h, unsigned int type, unsigned int counter
   return kSuccess;
 }
 int nvmlDeviceGetPcieThroughput(void* h, unsigned int counter, unsigned int* kb_per_s) {
+  ty_fake_nvml_count("nvmlDeviceGetPcieThroughput");
   return uint_value(h, counter == 0 ? dev(h)->pcie_tx_kb : dev(h)->pcie_rx_kb, kb_per_s);
 }
 int nvmlDeviceGetComputeRunningProcesses_v2(void* h, unsigned int* count, ProcessInfoV2* infos) {
@@ -420,6 +436,7 @@ int nvmlDeviceGetRunningProcessDetailList(void*, void*) {
 // Samples newer than `last_seen`; NOT_FOUND when there are none, as a real driver answers.
 int nvmlDeviceGetProcessUtilization(void* h, ProcessUtilization* samples, unsigned int* count,
                                     unsigned long long last_seen) {
+  ty_fake_nvml_count("nvmlDeviceGetProcessUtilization");
   const FakeDevice& d = *dev(h);
   if (d.is_mig) return kNotSupported;
   unsigned int fresh = 0;

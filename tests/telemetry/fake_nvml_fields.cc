@@ -4,12 +4,14 @@
 // GPU 0 (H100) reports all of them, GPM included; its NVLink counters grow by a fixed amount on
 //   every read, so a rate follows from the time between two samples.
 // GPU 1 (A100) has no GPM (the support query says so), no memory sensor or NVLink counters, and
-//   a failed row remapping.
+//   a failed row remapping; its PCIe byte counters grow by a fixed amount on every read (and
+//   it has no nvmlDeviceGetPcieThroughput).
 // GPU 2 (T4) has no GPM (every GPM call fails), an energy counter, and answers 0 for memory
 //   temperature (no sensor).
 #include <cstring>
 
 extern "C" int nvmlDeviceGetUUID(void* h, char* uuid, unsigned int length);  // fake_nvml.cc
+extern "C" void ty_fake_nvml_count(const char* name);                        // fake_nvml.cc
 
 namespace {
 
@@ -19,6 +21,8 @@ constexpr int kNotSupported = 3;
 constexpr unsigned int kScopeAllLinks = 0xFFFFFFFF;
 constexpr unsigned long long kNvlinkTxKibPerRead = 4096;
 constexpr unsigned long long kNvlinkRxKibPerRead = 2048;
+constexpr unsigned long long kPcieTxBytesPerRead = 3'000'000;
+constexpr unsigned long long kPcieRxBytesPerRead = 1'000'000;
 
 struct ViolationTime {
   unsigned long long reference_time, violation_time;
@@ -63,6 +67,7 @@ int gpu_of(void* h) {
 }
 
 unsigned long long g_nvlink_reads = 0;
+unsigned long long g_pcie_reads = 0;
 
 struct FakeGpmSample {
   bool in_use = false;
@@ -76,6 +81,7 @@ FakeGpmSample g_gpm_samples[8];  // freed buffers are reused, so many samplers c
 extern "C" {
 
 int nvmlDeviceGetTotalEnergyConsumption(void* h, unsigned long long* mj) {
+  ty_fake_nvml_count("nvmlDeviceGetTotalEnergyConsumption");
   const int gpu = gpu_of(h);
   if (gpu == 0)
     *mj = 123456789;
@@ -93,6 +99,7 @@ int nvmlDeviceGetPcieReplayCounter(void* h, unsigned int* count) {
 }
 // Nanoseconds: GPU 0 answers policy p with (p + 1) ms plus 7 ns, so each policy's value differs.
 int nvmlDeviceGetViolationStatus(void* h, unsigned int policy, ViolationTime* v) {
+  ty_fake_nvml_count("nvmlDeviceGetViolationStatus");
   const int gpu = gpu_of(h);
   if (gpu != 0 && gpu != 2) return kNotSupported;
   if (policy > 5 && policy != 10 && policy != 11) return kInvalidArgument;
@@ -128,6 +135,11 @@ int nvmlDeviceGetFieldValues(void* h, int count, FieldValue* values) {
       f.value_type = 3;
       f.value.ull =
           g_nvlink_reads * (f.field_id == 138 ? kNvlinkTxKibPerRead : kNvlinkRxKibPerRead);
+    } else if ((f.field_id == 197 || f.field_id == 198) && gpu == 1) {  // PCIe bytes
+      if (f.field_id == 197) ++g_pcie_reads;
+      f.nvml_return = kSuccess;
+      f.value_type = 3;
+      f.value.ull = g_pcie_reads * (f.field_id == 197 ? kPcieTxBytesPerRead : kPcieRxBytesPerRead);
     }
   }
   return kSuccess;

@@ -341,6 +341,38 @@ TEST(KinetoTrace, EmptyTraceHasNoDevicesAndNoFindings) {
   EXPECT_FALSE(a.rank.has_value());
 }
 
+TEST(KinetoTrace, TensorCoreShareIsOfGemmTimeOnly) {
+  // A tensor-core GEMM, a plain fp32 GEMM and a tensor-core attention kernel (not a GEMM), 100 µs
+  // each: half the GEMM time is on tensor cores. Counting the attention kernel too gave 100%,
+  // and on a real trace over 100%.
+  const TraceAnalysis a =
+      analyze_ok(TraceBuilder()
+                     .gpu("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 0, 100, 7, 1)
+                     .gpu("volta_sgemm_128x64_nn", 100, 100, 7, 2)
+                     .gpu("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26",
+                          200, 100, 7, 3)
+                     .build());
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.devices[0].gemm_us, 200);
+  EXPECT_DOUBLE_EQ(a.devices[0].tensor_core_us, 100);
+}
+
+TEST(KinetoTrace, ARealH100TraceOfABf16Transformer) {
+  // tests/data/README.md says how it was recorded.
+  auto a = analyze_kineto_trace_file(std::string(TY_SOURCE_DIR) +
+                                     "/tests/data/kineto/h100-transformer-bf16.pt.trace.json.gz");
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_EQ(a->devices.size(), 1u);
+  const DeviceTimeline& d = a->devices[0];
+  EXPECT_EQ(a->iterations.size(), 3u);
+  EXPECT_GT(d.busy_us, 0.75 * d.span_us);  // a GPU-bound loop: 79% busy in this recording
+  EXPECT_GT(d.gemm_us, 0.2 * d.compute_kernel_us);
+  // bf16 autocast: the GEMMs (cuBLAS nvjet) run on tensor cores, nearly all of them.
+  EXPECT_GT(d.tensor_core_us, 0.9 * d.gemm_us);
+  EXPECT_LE(d.tensor_core_us, d.gemm_us);
+  for (const auto& f : a->findings) EXPECT_NE(f.rule, "no-tensor-cores") << f.summary;
+}
+
 TEST(KinetoTrace, ReadsPlainAndGzipFiles) {
   const auto dir =
       std::filesystem::temp_directory_path() /

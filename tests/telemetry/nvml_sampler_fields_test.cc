@@ -1,6 +1,8 @@
 // The NVML sampler's readings of dcgm-exporter's default fields beyond the basic ones (energy,
 // PCIe replays, violation times, remapped rows, memory temperature, NVLink throughput, GPM
 // activity), through the fake NVML (fake_nvml_fields.cc): present, absent, and filtered.
+#include <dlfcn.h>
+
 #include <string_view>
 #include <vector>
 
@@ -34,6 +36,17 @@ GpuSample by_uuid(const std::vector<GpuSample>& samples, std::string_view uuid) 
   }
   ADD_FAILURE() << "no sample of " << uuid;
   return {};
+}
+
+// The fake's call counter (ty_fake_nvml_calls), from the copy the sampler loaded.
+using CallCount = unsigned long long (*)(const char*);
+CallCount calls_of(const char* library) {
+  void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(handle, nullptr) << library;
+  auto fn = handle ? reinterpret_cast<CallCount>(dlsym(handle, "ty_fake_nvml_calls")) : nullptr;
+  EXPECT_NE(fn, nullptr);
+  if (handle) dlclose(handle);  // the sampler still holds it
+  return fn;
 }
 
 bool has_any_new_field(const GpuSample& s) {
@@ -113,6 +126,60 @@ TEST(NvmlSamplerFields, NvlinkThroughputIsTheChangeOfItsByteCounters) {
   EXPECT_EQ(h100.nvlink_rx_bytes_per_s, 2048.0 * 1024 / 2);
   EXPECT_FALSE(by_uuid(samples, kA100).nvlink_tx_bytes_per_s.has_value());
   EXPECT_FALSE(by_uuid(samples, kT4).nvlink_rx_bytes_per_s.has_value());
+}
+
+TEST(NvmlSamplerFields, PcieThroughputIsTheChangeOfItsByteCountersWhereTheDriverHasThem) {
+  auto sampler = open_fake(TY_FAKE_NVML);
+  ASSERT_TRUE(sampler);
+  EXPECT_FALSE(by_uuid(sample_of(*sampler, 1000), kA100).pcie_tx_bytes_per_s.has_value());
+  auto samples = sample_of(*sampler, 3000);
+  // The A100's counters grow 3 MB (tx) and 1 MB (rx) per read; it has no PcieThroughput.
+  EXPECT_EQ(by_uuid(samples, kA100).pcie_tx_bytes_per_s, 3e6 / 2);
+  EXPECT_EQ(by_uuid(samples, kA100).pcie_rx_bytes_per_s, 1e6 / 2);
+  // Without counters, the 20 ms throughput call (KB/s).
+  EXPECT_EQ(by_uuid(samples, kH100).pcie_tx_bytes_per_s, 1500000.0 * 1024);
+}
+
+TEST(NvmlSamplerFields, CostlyCountersAreReadEveryTenSecondsAndHeldBetween) {
+  auto sampler = open_fake(TY_FAKE_NVML);
+  ASSERT_TRUE(sampler);
+  CallCount calls = calls_of(TY_FAKE_NVML);
+  ASSERT_NE(calls, nullptr);
+  const char* costly[] = {"nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetViolationStatus",
+                          "nvmlDeviceGetPcieThroughput"};
+  std::vector<unsigned long long> before;
+  for (const char* name : costly) before.push_back(calls(name));
+  sample_of(*sampler, 1000);
+  std::vector<unsigned long long> first;
+  for (const char* name : costly) first.push_back(calls(name));
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_GT(first[i], before[i]) << costly[i];
+  // Nine more samples within ten seconds: no costly call, the first values held.
+  for (int64_t t = 2000; t <= 10000; t += 1000) {
+    auto samples = sample_of(*sampler, t);
+    EXPECT_EQ(by_uuid(samples, kH100).energy_mj, 123456789u) << t;
+    EXPECT_EQ(by_uuid(samples, kH100).violation_reliability_us, 6000u) << t;
+    EXPECT_EQ(by_uuid(samples, kH100).pcie_rx_bytes_per_s, 250000.0 * 1024) << t;
+    EXPECT_EQ(by_uuid(samples, kT4).energy_mj, 5000u) << t;
+  }
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(calls(costly[i]), first[i]) << costly[i];
+  // Ten seconds after the first: read again, as many calls as the first time.
+  EXPECT_EQ(by_uuid(sample_of(*sampler, 11000), kH100).energy_mj, 123456789u);
+  for (size_t i = 0; i < first.size(); ++i)
+    EXPECT_EQ(calls(costly[i]) - first[i], first[i] - before[i]) << costly[i];
+}
+
+TEST(NvmlSamplerFields, ProcessUtilizationIsAskedOnlyOfGpusWithProcesses) {
+  auto sampler = open_fake(TY_FAKE_NVML);
+  ASSERT_TRUE(sampler);
+  CallCount calls = calls_of(TY_FAKE_NVML);
+  ASSERT_NE(calls, nullptr);
+  const auto before = calls("nvmlDeviceGetProcessUtilization");
+  auto samples = sample_of(*sampler, 1000);
+  // Of the three GPUs only the H100 runs processes (the A100's are on its MIG devices): its two
+  // calls (how many samples, then the samples). Asking all three made four.
+  EXPECT_EQ(calls("nvmlDeviceGetProcessUtilization") - before, 2u);
+  EXPECT_EQ(by_uuid(samples, kH100).processes.at(0).sm_util_percent, 65.0);
+  EXPECT_TRUE(by_uuid(samples, kT4).processes.empty());
 }
 
 TEST(NvmlSamplerFields, AnOlderDriverWithoutTheEntryPointsReportsNoneOfThem) {

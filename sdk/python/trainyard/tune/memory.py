@@ -132,9 +132,15 @@ def _allocation_records(run):
     return [e for e in events if e.name() == "[memory]"]
 
 
+def _start(event):
+    """An event's start: start_ns() in torch 2.x, start_us() in older releases."""
+    start_ns = getattr(event, "start_ns", None)
+    return start_ns() if start_ns is not None else event.start_us() * 1000
+
+
 def _peak_of_records(records):
     """The highest running sum of the CPU allocation records."""
-    records = sorted(records, key=lambda e: e.start_us())  # stable: one microsecond keeps order
+    records = sorted(records, key=_start)  # stable: records of one instant keep their order
     cur = peak = 0
     for e in records:
         if str(e.device_type()).endswith("CPU"):
