@@ -13,6 +13,7 @@ constexpr unsigned long long kBlankFloor = 0x7ff0000000000000ull;  // as in nvml
 constexpr double kMinTemperatureC = -40;
 constexpr double kMaxTemperatureC = 150;
 constexpr unsigned long long kNanosecondsPerMicrosecond = 1000;
+constexpr uint64_t kBytesPerKib = 1024;
 
 std::optional<uint64_t> not_blank(unsigned long long value) {
   if (value >= kBlankFloor) return std::nullopt;
@@ -80,6 +81,23 @@ std::optional<double> read_memory_temperature(const Api& api, Device device) {
   return t;
 }
 
+// Two field-value counters read in one call (tx, rx), in bytes: `unit` bytes per count.
+std::optional<ByteCounters> read_counter_pair(const Api& api, Device device, unsigned int tx_field,
+                                              unsigned int rx_field, unsigned int scope,
+                                              uint64_t unit) {
+  if (!api.get_field_values) return std::nullopt;
+  FieldValue f[2]{};
+  f[0].field_id = tx_field;
+  f[1].field_id = rx_field;
+  f[0].scope_id = f[1].scope_id = scope;
+  if (api.get_field_values(device, 2, f) != kSuccess) return std::nullopt;
+  auto tx = field_number(f[0]);
+  auto rx = field_number(f[1]);
+  if (!tx || !rx || *tx < 0 || *rx < 0) return std::nullopt;
+  return ByteCounters{.tx_bytes = static_cast<uint64_t>(*tx) * unit,
+                      .rx_bytes = static_cast<uint64_t>(*rx) * unit};
+}
+
 }  // namespace
 
 void read_counter_fields(const Api& api, Device device, GpuSample& out) {
@@ -98,30 +116,13 @@ void read_costly_counters(const Api& api, Device device, GpuSample& out) {
   read_violations(api, device, out);
 }
 
-std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device) {
-  if (!api.get_field_values) return std::nullopt;
-  FieldValue f[2]{};
-  f[0].field_id = kFieldNvlinkDataTx;
-  f[1].field_id = kFieldNvlinkDataRx;
-  f[0].scope_id = f[1].scope_id = kScopeAllLinks;
-  if (api.get_field_values(device, 2, f) != kSuccess) return std::nullopt;
-  auto tx = field_number(f[0]);
-  auto rx = field_number(f[1]);
-  if (!tx || !rx || *tx < 0 || *rx < 0) return std::nullopt;
-  return NvlinkCounters{.tx_kib = static_cast<uint64_t>(*tx), .rx_kib = static_cast<uint64_t>(*rx)};
+std::optional<ByteCounters> read_nvlink_counters(const Api& api, Device device) {
+  return read_counter_pair(api, device, kFieldNvlinkDataTx, kFieldNvlinkDataRx, kScopeAllLinks,
+                           kBytesPerKib);
 }
 
-std::optional<PcieCounters> read_pcie_counters(const Api& api, Device device) {
-  if (!api.get_field_values) return std::nullopt;
-  FieldValue f[2]{};
-  f[0].field_id = kFieldPcieTxBytes;
-  f[1].field_id = kFieldPcieRxBytes;
-  if (api.get_field_values(device, 2, f) != kSuccess) return std::nullopt;
-  auto tx = field_number(f[0]);
-  auto rx = field_number(f[1]);
-  if (!tx || !rx || *tx < 0 || *rx < 0) return std::nullopt;
-  return PcieCounters{.tx_bytes = static_cast<uint64_t>(*tx),
-                      .rx_bytes = static_cast<uint64_t>(*rx)};
+std::optional<ByteCounters> read_pcie_counters(const Api& api, Device device) {
+  return read_counter_pair(api, device, kFieldPcieTxBytes, kFieldPcieRxBytes, 0, 1);
 }
 
 }  // namespace trainyard::telemetry::nvml

@@ -8,7 +8,6 @@ namespace trainyard::telemetry::nvml {
 namespace {
 
 constexpr auto kGpmMinInterval = std::chrono::milliseconds(100);
-constexpr double kBytesPerKib = 1024;
 
 struct GpmTarget {
   unsigned int metric;
@@ -30,8 +29,10 @@ bool has_gpm(const Api& api) {
 void IntervalReadings::read(Device device, const std::string& uuid, util::Time now,
                             GpuSample& out) {
   read_gpm(device, uuid, now, out);
-  read_nvlink(device, uuid, now, out);
-  read_pcie(device, uuid, now, out);
+  rates(nvlink_, uuid, now, read_nvlink_counters(api_, device), out.nvlink_tx_bytes_per_s,
+        out.nvlink_rx_bytes_per_s);
+  rates(pcie_, uuid, now, read_pcie_counters(api_, device), out.pcie_tx_bytes_per_s,
+        out.pcie_rx_bytes_per_s);
 }
 
 void IntervalReadings::release() {
@@ -91,42 +92,25 @@ void IntervalReadings::read_gpm(Device device, const std::string& uuid, util::Ti
   g->previous_at = now;
 }
 
-void IntervalReadings::read_nvlink(Device device, const std::string& uuid, util::Time now,
-                                   GpuSample& out) {
-  auto counters = read_nvlink_counters(api_, device);
-  if (!counters) return;
-  auto it = nvlink_.find(uuid);
-  if (it != nvlink_.end() && now > it->second.at &&
-      counters->tx_kib >= it->second.counters.tx_kib &&
-      counters->rx_kib >= it->second.counters.rx_kib) {
-    const double seconds = util::to_seconds(now - it->second.at);
-    out.nvlink_tx_bytes_per_s =
-        static_cast<double>(counters->tx_kib - it->second.counters.tx_kib) * kBytesPerKib / seconds;
-    out.nvlink_rx_bytes_per_s =
-        static_cast<double>(counters->rx_kib - it->second.counters.rx_kib) * kBytesPerKib / seconds;
-  }
-  // A counter that went back (driver reload) starts a new baseline.
-  if (it == nvlink_.end() || now > it->second.at) nvlink_[uuid] = {*counters, now};
-}
-
-void IntervalReadings::read_pcie(Device device, const std::string& uuid, util::Time now,
-                                 GpuSample& out) {
-  auto counters = read_pcie_counters(api_, device);
+// The counters' change per second since the previous reading of `uuid`: none on the first, nor
+// after a counter went back (a driver reload starts a new baseline). A GPU whose counters could
+// not be read is forgotten, so has_pcie_counters() turns false.
+void IntervalReadings::rates(std::map<std::string, Baseline>& baselines, const std::string& uuid,
+                             util::Time now, const std::optional<ByteCounters>& counters,
+                             std::optional<double>& tx, std::optional<double>& rx) {
   if (!counters) {
-    pcie_.erase(uuid);
+    baselines.erase(uuid);
     return;
   }
-  auto it = pcie_.find(uuid);
-  if (it != pcie_.end() && now > it->second.at &&
+  auto it = baselines.find(uuid);
+  if (it != baselines.end() && now > it->second.at &&
       counters->tx_bytes >= it->second.counters.tx_bytes &&
       counters->rx_bytes >= it->second.counters.rx_bytes) {
     const double seconds = util::to_seconds(now - it->second.at);
-    out.pcie_tx_bytes_per_s =
-        static_cast<double>(counters->tx_bytes - it->second.counters.tx_bytes) / seconds;
-    out.pcie_rx_bytes_per_s =
-        static_cast<double>(counters->rx_bytes - it->second.counters.rx_bytes) / seconds;
+    tx = static_cast<double>(counters->tx_bytes - it->second.counters.tx_bytes) / seconds;
+    rx = static_cast<double>(counters->rx_bytes - it->second.counters.rx_bytes) / seconds;
   }
-  if (it == pcie_.end() || now > it->second.at) pcie_[uuid] = {*counters, now};
+  if (it == baselines.end() || now > it->second.at) baselines[uuid] = {*counters, now};
 }
 
 }  // namespace trainyard::telemetry::nvml

@@ -39,24 +39,21 @@ class IntervalReadings {
     GpmSample current = nullptr;
     std::optional<util::Time> previous_at;
   };
-  struct Nvlink {
-    NvlinkCounters counters;
-    util::Time at{};
-  };
-  struct Pcie {
-    PcieCounters counters;
+  struct Baseline {
+    ByteCounters counters;
     util::Time at{};
   };
 
   Gpm* gpm_of(Device device, const std::string& uuid);
   void read_gpm(Device device, const std::string& uuid, util::Time now, GpuSample& out);
-  void read_nvlink(Device device, const std::string& uuid, util::Time now, GpuSample& out);
-  void read_pcie(Device device, const std::string& uuid, util::Time now, GpuSample& out);
+  static void rates(std::map<std::string, Baseline>& baselines, const std::string& uuid,
+                    util::Time now, const std::optional<ByteCounters>& counters,
+                    std::optional<double>& tx, std::optional<double>& rx);
 
   const Api& api_;
-  std::map<std::string, Gpm> gpm_;        // GPU uuid -> its GPM buffers (checked once)
-  std::map<std::string, Nvlink> nvlink_;  // GPU uuid -> previous NVLink counters
-  std::map<std::string, Pcie> pcie_;      // GPU uuid -> previous PCIe counters
+  std::map<std::string, Gpm> gpm_;          // GPU uuid -> its GPM buffers (checked once)
+  std::map<std::string, Baseline> nvlink_;  // GPU uuid -> previous NVLink counters
+  std::map<std::string, Baseline> pcie_;    // GPU uuid -> previous PCIe counters
 };
 
 }  // namespace trainyard::telemetry::nvml

@@ -35,20 +35,16 @@ void read_counter_fields(const Api& api, Device device, GpuSample& out);
 // H100, driver 580: energy 3.3 ms of CPU, each of the six violation policies 0.8 ms): energy,
 // PCIe replays, violation times. Each where the driver has its entry point.
 void read_costly_counters(const Api& api, Device device, GpuSample& out);
-// NVLink data (without protocol overhead) sent and received since the driver loaded, summed
-// over all links, in KiB; nullopt when the GPU or driver has no NVLink counters.
-struct NvlinkCounters {
-  uint64_t tx_kib = 0;
-  uint64_t rx_kib = 0;
-};
-std::optional<NvlinkCounters> read_nvlink_counters(const Api& api, Device device);
-// PCIe bytes sent and received since the driver loaded (field values, newer drivers); nullopt
-// when the GPU or driver does not count them.
-struct PcieCounters {
+// Bytes sent and received since the driver loaded, from a pair of field-value counters.
+struct ByteCounters {
   uint64_t tx_bytes = 0;
   uint64_t rx_bytes = 0;
 };
-std::optional<PcieCounters> read_pcie_counters(const Api& api, Device device);
+// NVLink data (without protocol overhead), summed over all links; nullopt when the GPU or driver
+// has no NVLink counters.
+std::optional<ByteCounters> read_nvlink_counters(const Api& api, Device device);
+// PCIe traffic (newer drivers); nullopt when the GPU or driver does not count it.
+std::optional<ByteCounters> read_pcie_counters(const Api& api, Device device);
 // The compute processes on the device with the memory each holds; empty when unsupported.
 std::vector<GpuProcessSample> read_processes(const Api& api, Device device);
 // Sets each process's SM utilization from the samples newer than `last_seen_us` (advanced to the

@@ -54,7 +54,9 @@ def expected(ids):
     return arrays_of([b"s%d" % i for i in ids])
 
 
-class LoaderTest(unittest.TestCase):
+class DatasetCase(unittest.TestCase):
+    """A class of tests over one dataset of N records "s0".."s<N-1>", in shards of 100 bytes."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = sdk_test_util.TempDir()
@@ -66,6 +68,8 @@ class LoaderTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+
+class LoaderTest(DatasetCase):
     def loader(self, **kw):
         kw.setdefault("workers", 0)
         kw.setdefault("decode", decode)
@@ -431,18 +435,7 @@ class LoaderTest(unittest.TestCase):
 
 
 @unittest.skipUnless(sdk_test_util.have_cuda(), "no CUDA device: pinned batches are not tested")
-class LoaderOnCudaTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = sdk_test_util.TempDir()
-        cls.dir = os.path.join(cls.tmp.path, "ds")
-        data.write_dataset(cls.dir, (b"s%d" % i for i in range(N)), shard_bytes=100)
-        cls.ds = data.ShardDataset(cls.dir)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class LoaderOnCudaTest(DatasetCase):
     def loader(self, **kw):
         loader = data.Loader(self.ds, 6, seed=7, drop_last=False, decode=None,
                              decode_batch=arrays_of, workers=2, **kw)
