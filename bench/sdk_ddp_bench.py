@@ -31,8 +31,10 @@ torch's powerSGD_hook (test_distributed_powersgd_ranks.py, 2 ranks; --hook torch
 feedback helps (--no-error-feedback is worse), and at rank 2 the error-feedback buffer (what is
 not sent yet) grows to 6-7x the gradient applied per step, so directions arrive late and
 momentum amplifies them; a lower or decaying learning rate narrows the gap, more steps slowly
-(3.2M parameters, 1,500 steps: +18%; 10.5M, 1,000 steps with cosine decay: +7.5%). On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after
-60 steps. Judge PowerSGD on your own model over a few hundred
+(3.2M parameters, 1,500 steps: +18%; 10.5M, 1,000 steps with cosine decay: +7.5%, 2,000
+steps: +5.94%). 10.5M, 1,000 steps with cosine decay and the first 300 plain (--start-iter
+300) ends +4.17% (held out +4.12%): within +-5%, at 230x fewer bytes per compressed step but
+3.3x over the whole run. On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after 60 steps. Judge PowerSGD on your own model over a few hundred
 steps. The table shows, from each rank's metrics:
 
   bytes/step     what the communication hook handed to all-reduce per step and rank (PowerSGD:
@@ -65,6 +67,7 @@ Long runs, for the questions above (each also trains the uncompressed reference;
 simulates the 2 ranks in one process, the same computation up to rounding, without gloo):
 
     ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos   # ~1 h on loaded cores
+    ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos --start-iter 300  # +4.17%
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --steps 1500 --start-iter 30
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --no-error-feedback
 """
