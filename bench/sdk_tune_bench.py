@@ -121,15 +121,11 @@ def cuda_true_largest(model, sample, plan, limit, found, cap):
             return False
         return tune_models.cuda_step_peak(model, tune_models.adam, sample, n, plan.precision,
                                           plan.channels_last, plan.tf32) <= limit
-    good, bad = 0, None
-    n = max(1, found)
-    if fits(n):
-        good, n = n, n + 1
-        while fits(n):  # grow until a size does not fit
-            good, n = n, 2 * n
-        bad = n
-    else:
-        bad = n
+    good, bad = 0, max(1, found)
+    if fits(bad):
+        good, bad = bad, bad + 1
+        while fits(bad):  # grow until a size does not fit
+            good, bad = bad, 2 * bad
     while bad - good > 1:
         mid = (good + bad) // 2
         if fits(mid):
@@ -170,7 +166,7 @@ def run_cuda_case(name, steps, records):
     budget = "%d" % budget_mib if budget_mib else "GPU %d" % (plan.measured["budget_bytes"] >> 20)
     records.append({"model": name, "budget_bytes": plan.measured["budget_bytes"],
                     "global_batch": global_batch, "tune_s": tune_s, "found": found, "true": true,
-                    "plan": plan.to_dict() if hasattr(plan, "to_dict") else str(plan),
+                    "plan": plan.to_dict(),
                     "chosen_s": chosen, "naive_s": naive, "tf32_same_s": same_tf32,
                     "fp32_same_s": same_fp32, "trials": plan.measured["trials"],
                     "candidates": plan.measured["candidates"],
@@ -189,6 +185,12 @@ def run_cuda_case(name, steps, records):
             "%.4f" % same_fp32 if same_fp32 else "OOM", ratio(same_fp32)]
 
 
+def print_table(head, rows):
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
 def main_cuda(args):
     if not torch.cuda.is_available():
         sys.exit("--device cuda: torch sees no CUDA device")
@@ -205,9 +207,7 @@ def main_cuda(args):
             traceback.print_exc()
             rows.append([name, "failed: %s" % str(e).splitlines()[0][:80]] + [""] * (len(head) - 2))
         torch.cuda.empty_cache()
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    for r in [head] + rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print_table(head, rows)
     print("%s (%d MiB, sm_%d%d), torch %s, CUDA %s, margin %d%%"
           % (props.name, props.total_memory >> 20, props.major, props.minor, torch.__version__,
              torch.version.cuda, MARGIN * 100))
@@ -253,9 +253,7 @@ def main():
     head = ["model", "budget MiB", "tune s", "found", "true", "found/true", "plan",
             "chosen s/step", "naive s/step", "naive/chosen", "fp32 same s/step", "same/chosen"]
     rows = [run_case(n, args.steps) for n in ([args.only] if args.only else sorted(CASES))]
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    for r in [head] + rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print_table(head, rows)
     print("global batch %d, margin %d%%, torch %s, %d thread, load average %.2f"
           % (GLOBAL_BATCH, MARGIN * 100, torch.__version__, torch.get_num_threads(),
              os.getloadavg()[0]))
