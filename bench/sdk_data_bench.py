@@ -10,6 +10,9 @@ each, after one warm-up epoch (files are in the page cache for all of them):
   trainyard-process         data.Loader, forked workers, decode_batch(): the same crops,
                             flips and scaling for a whole RecordBatch with numpy gathers
                             (checked at start to give decode()'s tensors for the same draws)
+  trainyard-process-prefetch2  the same with prefetch=2 per worker (DataLoader's default
+                            depth, and data.Loader's before its process workers sized their
+                            queue by bytes): shows what the deeper default queue buys
   trainyard-thread          the same with worker threads
   trainyard-process-mapped  trainyard-process with mapped=True: decode_batch reads the records
                             where they lie in the page cache (shards mapped into memory,
@@ -56,7 +59,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 
 CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread",
-              "trainyard-process-mapped", "trainyard-thread-mapped", "trainyard-thread-records")
+              "trainyard-process-mapped", "trainyard-thread-mapped", "trainyard-thread-records",
+              "trainyard-process-prefetch2")
 
 
 def make_records(root, n):
@@ -247,14 +251,14 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
         loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                             collate_fn=collate, persistent_workers=workers > 0,
                             pin_memory=False, drop_last=True)
-    elif kind.endswith("-records"):
+    elif kind.endswith("-records"):  # the loader's default prefetch, as a user gets it
         loader = data.Loader(shards, batch, seed=0, decode=decode, collate=collate,
-                             workers=workers, worker_type=kind.split("-")[1],
-                             prefetch=2 * workers)
+                             workers=workers, worker_type=kind.split("-")[1])
     else:
         loader = data.Loader(shards, batch, seed=0, decode_batch=decode_batch,
                              workers=workers, worker_type=kind.split("-")[1],
-                             prefetch=2 * workers, mapped=kind.endswith("-mapped"))
+                             prefetch=2 * workers if kind.endswith("-prefetch2") else None,
+                             mapped=kind.endswith("-mapped"))
     times, cpus = [], []
     count = 0
     for epoch in range(runs + 1):
@@ -302,7 +306,7 @@ def table(args, n, files, shards, latency_ms):
           "load average %.1f; %s" % (n, args.batch, args.workers, args.runs * args.rounds,
                                      args.rounds, args.runs, os.cpu_count(),
                                      os.getloadavg()[0], where))
-    print("%-24s %10s %9s %9s %11s %12s %13s %14s" % (
+    print("%-27s %10s %9s %9s %11s %12s %13s %14s" % (
         "loader", "records/s", "vs files", "vs shards", "CPU us/rec", "main RSS MB",
         "main anon MB", "worker RSS MB"))
     for kind, r in results.items():
@@ -311,7 +315,7 @@ def table(args, n, files, shards, latency_ms):
         def ratio(other):
             return ("%8.2fx" % (base[other] / base[kind])) if other in base else "%9s" % "-"
         cpu = 1e6 * statistics.median(r["cpus"]) / r["records"]
-        print("%-24s %10.0f %9s %9s %11.1f %12.0f %13.0f %14.0f" % (
+        print("%-27s %10.0f %9s %9s %11.1f %12.0f %13.0f %14.0f" % (
             kind, rate, ratio("dataloader-files"), ratio("dataloader-shards"), cpu,
             r["main_rss_mb"], r["main_anon_mb"], r["worker_rss_mb"]))
     sys.stdout.flush()

@@ -171,6 +171,36 @@ class LoaderTest(DatasetCase):
         self.assertLessEqual(max(ahead), 3)
         self.assertGreaterEqual(max(ahead), 2)
 
+    def test_prefetch_depth_fills_the_byte_budget_between_2_and_8_batches_per_worker(self):
+        mib = 1 << 20
+        self.assertEqual(data_loader.prefetch_depth(1 * mib, 2), 16)  # small: 8 per worker
+        self.assertEqual(data_loader.prefetch_depth(200 * mib, 4), 8)  # large: 2 per worker
+        self.assertEqual(data_loader.prefetch_depth(20 * mib, 2), 12)  # 256 MiB / 40 MiB = 6
+        self.assertEqual(data_loader.prefetch_depth(0, 3), 24)
+
+    @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")
+    def test_process_workers_keep_more_batches_ahead_when_batches_are_small(self):
+        def ahead_after(loader, steps=6):
+            """Batches requested beyond the one the loop holds, after `steps` steps."""
+            it = iter(loader)
+            for _ in range(steps):
+                next(it)
+            n = len(loader._pool.pending)
+            it.close()
+            loader.close()
+            return n
+
+        kw = dict(seed=3, batch_size=2, decode=None, decode_batch=arrays_of, workers=2,
+                  worker_type="process")
+        # A batch here is 36 KB of arrays: 8 per worker fit in the budget.
+        self.assertEqual(ahead_after(self.loader(**kw)), 16)
+        self.assertEqual(ahead_after(self.loader(prefetch=3, **kw)), 3)  # as asked
+        self.assertEqual(ahead_after(self.loader(**dict(kw, worker_type="thread"))), 4)
+        # A budget of 250 KB holds 3 such batches per worker; one of 100 KB, 2 (the least).
+        for budget, ahead in ((250_000, 6), (100_000, 4)):
+            with mock.patch.object(data_loader, "PREFETCH_BYTES", budget):
+                self.assertEqual(ahead_after(self.loader(**kw)), ahead)
+
     def test_step_metrics_report_the_time_spent_waiting_for_data(self):
         def slow(record):
             time.sleep(0.02)
@@ -315,7 +345,7 @@ class LoaderTest(DatasetCase):
                 for k, b in enumerate(kept):
                     self.assertTrue(same(b, expected(order[k * 4:k * 4 + 4])), k)
                 # The slots were used until all were held, then batches went pickled.
-                slots = workers * (loader.prefetch + 3)
+                slots = workers * loader._pool.slots
                 self.assertEqual(counts["slot"], slots)
 
     @unittest.skipUnless(sdk_test_util.have_torch(), "torch is not installed")

@@ -42,7 +42,8 @@ from .data_format import (DataError, RecordBatch, ShardDataset, ShardReader, Sha
                           pack_records, read_index, write_dataset)
 from .data_loader import (STATE_FORMAT, EpochCursor, StepTimer, WaitTimer, _BatchWork,
                           _identity, _InlinePool, _ProcessPool, _ThreadPool, _work, check_state,
-                          close_at_exit, env_rank, epoch_order, pin, want_pinning)
+                          close_at_exit, env_rank, epoch_order, pin, prefetch_depth,
+                          want_pinning)
 
 __all__ = ["DataError", "Loader", "RecordBatch", "ShardCache", "ShardDataset", "ShardReader",
            "ShardWriter", "StepTimer", "WaitTimer", "epoch_order", "pack_records", "read_index",
@@ -72,11 +73,16 @@ class Loader(EpochCursor):
     is dropped, as is a short last batch unless drop_last=False.
     workers: 0 makes batches in the loop; worker_type "process" (forked, the
     default: decode may hold the GIL) or "thread". prefetch: batches in flight
-    or ready beyond the one the loop holds (default 2 per worker); this bounds
-    the loader's memory. A process worker's arrays (numpy, CPU tensors) arrive as
+    or ready beyond the one the loop holds; this bounds the loader's memory. By
+    default thread workers keep 2 per worker; process workers as many as fit in
+    256 MiB (PREFETCH_BYTES), 2 to 8 per worker, sized by the first batch: small
+    batches come fast, and a deeper queue keeps the workers busy while the loop
+    waits for a CPU (2 per worker left them idle on a loaded machine: see
+    docs/performance.md). A process worker's arrays (numpy, CPU tensors) arrive as
     writable views of its shared memory, not copies; the worker writes there again
     once every array of the batch is dropped, and sends batches pickled (slower)
-    while all of its prefetch + 3 slots are held (a loop that keeps its batches).
+    while all of its slots (its share of prefetch, plus 3) are held (a loop that
+    keeps its batches).
     pin_memory: None pins tensors in batches when torch is imported and CUDA is
     available.
 
@@ -106,7 +112,13 @@ class Loader(EpochCursor):
         self.drop_last = drop_last
         self.workers = workers
         self.worker_type = worker_type
-        self.prefetch = max(1, prefetch if prefetch is not None else 2 * max(1, workers))
+        # prefetch: the most batches ahead of the loop; _ahead: how many it keeps now.
+        if prefetch is not None:
+            self.prefetch = self._ahead = max(1, prefetch)
+        elif worker_type == "process" and workers > 0:
+            self.prefetch, self._ahead = 8 * workers, None  # set by the first batch
+        else:
+            self.prefetch = self._ahead = 2 * max(1, workers)
         self.pin_memory = want_pinning(pin_memory)
         if decode_batch is not None:
             if decode is not None or collate is not None:
@@ -165,10 +177,12 @@ class Loader(EpochCursor):
         try:
             for b in range(start, end):
                 self._begin()
-                while submitted < min(end, b + 1 + self.prefetch):
+                while submitted < min(end, b + 1 + (self._ahead or 2 * self.workers)):
                     pool.submit(submitted, self.batch_indices(epoch, submitted))
                     submitted += 1
                 batch = pool.result(b)
+                if self._ahead is None:
+                    self._ahead = prefetch_depth(pool.batch_bytes, self.workers)
                 if self.pin_memory:
                     batch = pin(batch)
                 self.batch = b + 1

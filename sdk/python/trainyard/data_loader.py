@@ -222,6 +222,16 @@ class _BatchWork:
                 self._local.buffer = None
 
 
+PREFETCH_BYTES = 256 << 20  # process workers' default prefetch: batches up to this much
+
+
+def prefetch_depth(batch_bytes, workers):
+    """Batches to keep in flight by default for process workers whose batches take
+    batch_bytes each: as many as fit in PREFETCH_BYTES, 2 to 8 per worker."""
+    per_worker = PREFETCH_BYTES // max(1, batch_bytes * workers)
+    return workers * max(2, min(8, per_worker))
+
+
 def _identity(x):
     return x
 
@@ -322,8 +332,9 @@ class _SharedOut:
                 self.free.append(offset)
 
     def pack(self, batch):
-        """(slot offset, slot size, layout) for the parent's unpack(); None when the batch
-        has no array to share or no slot is free (it is then sent pickled)."""
+        """(slot offset, slot size, layout, bytes of its arrays) for the parent's unpack();
+        None when the batch has no array to share or no slot is free (it is then sent
+        pickled)."""
         arrays = []
         size = [0]
         layout = self._collect(batch, arrays, size)
@@ -336,7 +347,7 @@ class _SharedOut:
         start = self.free.pop()  # the slot released last: likeliest still in the cache
         for ref, obj in arrays:
             self._write(start + ref.offset, ref.nbytes, ref.torch, obj)
-        return start, self.slot_size, layout
+        return start, self.slot_size, layout, size[0]
 
     def _collect(self, obj, arrays, size):
         # A method, not a nested function calling itself: that would be a reference cycle,
@@ -401,7 +412,7 @@ class _SharedIn:
         self.freed = []
 
     def unpack(self, placed):
-        start, size, layout = placed
+        start, size, layout, _ = placed
         owner = self._slot(start, size)
         # Bound to the list, not to this object: a finalizer keeps its callback alive.
         weakref.finalize(owner, self.freed.append, start).atexit = False
@@ -515,15 +526,20 @@ class _ProcessPool:
 
     def __init__(self, fn, workers, prefetch=2):
         import multiprocessing
+        from multiprocessing.reduction import ForkingPickler
+        self._loads = ForkingPickler.loads
         ctx = multiprocessing.get_context("fork")
         self.conns, self.procs, self.shared = [], [], []
+        self.slots = -(-(prefetch + 1) // workers) + 3
+        self.batch_bytes = 0  # the size of the last result: its arrays and its pickle
         for _ in range(workers):
             mine, theirs = ctx.Pipe(duplex=True)
             fd = os.memfd_create("trainyard-data") if hasattr(os, "memfd_create") else None
-            # Slots for the prefetched results, the one the loop holds, the one it held
-            # until its next() returned, and one more for a consumer that keeps a batch
-            # a step longer; fewer would send batches pickled.
-            out = _SharedOut(fd, prefetch + 3) if fd is not None else None
+            # Slots for this worker's share of the prefetched results (batch b goes to
+            # worker b % n), the one the loop holds, the one it held until its next()
+            # returned, and one more for a consumer that keeps a batch a step longer;
+            # fewer would send batches pickled.
+            out = _SharedOut(fd, self.slots) if fd is not None else None
             p = ctx.Process(target=_process_main, args=(theirs, fn, out), daemon=True,
                             name="trainyard-data")
             p.start()
@@ -543,7 +559,7 @@ class _ProcessPool:
 
     def _recv(self, w):
         try:
-            msg = self.conns[w].recv()
+            buf = self.conns[w].recv_bytes()
         except (EOFError, OSError):
             p = self.procs[w]
             p.join(1)
@@ -551,6 +567,8 @@ class _ProcessPool:
                             "for memory, lower prefetch or batch_size"
                             % (w, p.pid, p.exitcode)) from None
         self.outstanding[w] -= 1
+        msg = self._loads(buf)
+        self.batch_bytes = len(buf) + (msg[2][3] if msg[0] == "shm" else 0)
         return msg
 
     def result(self, b):
