@@ -1,8 +1,10 @@
 """Starts the real `trainyard server` on a free port with a temporary state directory and
 simulated GPUs, and drives it with the real CLI. Used by the end-to-end tests; stdlib only."""
+import atexit
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -19,6 +21,16 @@ def private_file(path, mode="w"):
     users when the server is root) for passing through, and the test's own files there are not
     theirs to read."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC), 0o600), mode)
+
+
+def scratch_dir(prefix):
+    """A new temporary directory, removed when the test process exits: each server's state was
+    left behind before, about 1 GB in /tmp after a day of runs. TY_TEST_KEEP_TMP=1 keeps them,
+    for a look after a failure."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("TY_TEST_KEEP_TMP") != "1":
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def stop_when_parent_dies():
@@ -52,7 +64,7 @@ class Server:
     """`prefix` runs the server under another command, such as setpriv to drop root."""
 
     def __init__(self, gpus="sim:4xH100-80GB", config=None, extra=(), state_dir=None, prefix=()):
-        self.state_dir = state_dir or tempfile.mkdtemp(prefix="ty-e2e-")
+        self.state_dir = state_dir or scratch_dir("ty-e2e-")
         self.gpus, self.extra, self.proc, self.url = gpus, list(extra), None, None
         self.prefix = list(prefix)
         self.config_path = None

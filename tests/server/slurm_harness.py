@@ -4,10 +4,9 @@ the Slurm end-to-end tests. Needs root and Debian's slurmctld, slurmd, slurm-cli
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 
-from harness import REPO, Server
+from harness import REPO, Server, scratch_dir
 
 SCRIPT = os.path.join(REPO, "scripts", "slurm-cluster")
 
@@ -52,7 +51,7 @@ def available():
 
 class SlurmCluster:
     def __init__(self, nodes=2, gpus_per_node=2, gres_type="h100", cpus=8, memory_mb=8000):
-        self.dir = tempfile.mkdtemp(prefix="ty-slurm-")
+        self.dir = scratch_dir("ty-slurm-")
         self.args = ["--nodes", str(nodes), "--gpus-per-node", str(gpus_per_node),
                      "--gres-type", gres_type, "--cpus", str(cpus), "--memory-mb", str(memory_mb)]
         self.conf = os.path.join(self.dir, "slurm.conf")
@@ -116,7 +115,7 @@ def slurm_server(cluster, config_extra="", shared_dir=None, poll_seconds=0.3, gp
                  **kw):
     """A trainyard server whose executor is `cluster`. Its shared dir is under /tmp, which
     workers running as other users can pass through."""
-    shared = shared_dir or tempfile.mkdtemp(prefix="ty-shared-")
+    shared = shared_dir or scratch_dir("ty-shared-")
     os.chmod(shared, 0o711)
     config = (f"reconcileIntervalSeconds: 0.1\n"
               f"executor:\n  kind: slurm\n  partition: gpu\n  sharedDir: {shared}\n"
