@@ -201,6 +201,30 @@ class LoaderTest(DatasetCase):
             with mock.patch.object(data_loader, "PREFETCH_BYTES", budget):
                 self.assertEqual(ahead_after(self.loader(**kw)), ahead)
 
+    def test_abandoning_or_closing_does_not_wait_for_the_batches_in_flight(self):
+        def slow(batch):
+            time.sleep(0.5)
+            return [int(bytes(r)[1:]) for r in batch]
+
+        kw = dict(seed=5, batch_size=3, decode=None, decode_batch=slow, workers=2,
+                  worker_type="process", prefetch=8)
+        loader = self.loader(**kw)
+        it = iter(loader)
+        next(it)
+        # 8 batches were asked for beyond it, 4 per worker: 2 s of work each.
+        t = time.monotonic()
+        loader.set_epoch(1)
+        self.assertLess(time.monotonic() - t, 0.4)
+        # The next epoch starts right: the abandoned batches' answers are skipped.
+        want = self.loader(seed=5, batch_size=3).rank_order(1)[:6]
+        it = iter(loader)
+        self.assertEqual(next(it) + next(it), want)
+        procs = list(loader._pool.procs)
+        t = time.monotonic()
+        loader.close()
+        self.assertLess(time.monotonic() - t, 1.0)
+        self.assertFalse(any(p.is_alive() for p in procs))
+
     def test_step_metrics_report_the_time_spent_waiting_for_data(self):
         def slow(record):
             time.sleep(0.02)

@@ -547,7 +547,8 @@ class _ProcessPool:
             self.conns.append(mine)
             self.procs.append(p)
             self.shared.append(_SharedIn(fd) if fd is not None else None)
-        self.outstanding = [0] * workers
+        self.outstanding = [0] * workers  # requests each worker has not answered yet
+        self.stale = [0] * workers  # of those, the oldest ones whose answers nobody wants
         self.pending = set()
 
     def submit(self, b, indices):
@@ -574,6 +575,11 @@ class _ProcessPool:
     def result(self, b):
         w = b % len(self.conns)
         kind, got, value = self._recv(w)
+        while self.stale[w]:  # answers to an abandoned iteration come first (in order)
+            self.stale[w] -= 1
+            if kind == "shm":  # never handed out: its slot is free again
+                self.shared[w].freed.append(value[0])
+            kind, got, value = self._recv(w)
         self.pending.discard(got)
         if got != b:
             raise DataError("loader worker %d answered batch %d for %d" % (w, got, b))
@@ -584,19 +590,20 @@ class _ProcessPool:
         return value
 
     def drain(self):
-        for w, n in enumerate(self.outstanding):
-            for _ in range(n):
-                kind, _, value = self._recv(w)
-                if kind == "shm":  # never handed out: its slot is free again
-                    self.shared[w].freed.append(value[0])
+        """Forgets the requests in flight without waiting for them: their answers are
+        skipped as they arrive, while the workers go on to the next requests."""
+        self.stale = list(self.outstanding)
         self.pending.clear()
 
     def close(self):
-        for conn, p in zip(self.conns, self.procs):
-            try:
-                conn.send(None)
-            except OSError:
-                pass
+        for w, (conn, p) in enumerate(zip(self.conns, self.procs)):
+            if self.outstanding[w]:
+                p.kill()  # its queued batches are not wanted: do not wait for them
+            else:
+                try:
+                    conn.send(None)
+                except OSError:
+                    pass
             conn.close()
         for p in self.procs:
             p.join(5)
