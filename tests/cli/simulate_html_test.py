@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "web"))
 import browser  # noqa: E402
@@ -42,7 +41,7 @@ def main():
     binary, src = sys.argv[1], sys.argv[2]
     shots = browser.screenshot_dir(sys.argv[3] if len(sys.argv) > 3 else None)
     browser.skip_if_missing()
-    tmp = tempfile.mkdtemp(prefix="ty-sim-html-")
+    tmp = browser.harness.scratch_dir("ty-sim-html-")
     trace = os.path.join(tmp, "trace.csv")
     with open(os.path.join(src, "tests", "data", "philly-sample.csv")) as f, open(trace, "w") as out:
         for i, line in enumerate(f):

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -78,7 +77,7 @@ class ElasticExample(unittest.TestCase):
 
     def reference(self):
         """The same training uninterrupted on one process, outside trainyard."""
-        d = tempfile.mkdtemp(prefix="ty-elastic-ref-")
+        d = harness.scratch_dir("ty-elastic-ref-")
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29637", WORLD_SIZE="1",
                    RANK="0", PYTHONPATH=os.path.join(harness.REPO, "sdk", "python"))
         for k in [k for k in env if k.startswith("TRAINYARD_")]:

@@ -11,7 +11,6 @@ import csv
 import json
 import os
 import sys
-import tempfile
 import time
 import unittest
 import urllib.parse
@@ -87,7 +86,7 @@ class CostPage(unittest.TestCase):
                              token=cls.admin)
         assert st in (200, 201), tok
         cls.team_token = tok["token"]
-        cls.downloads = tempfile.mkdtemp(prefix="ty-cost-dl-")
+        cls.downloads = harness.scratch_dir("ty-cost-dl-")
         cls.b = browser.Browser(cls.s.url, SHOTS)
         cls.b.driver.execute_cdp_cmd("Browser.setDownloadBehavior",
                                      {"behavior": "allow", "downloadPath": cls.downloads})
