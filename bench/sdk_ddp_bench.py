@@ -136,16 +136,36 @@ def model_and_data(torch, args, rank):
         return model, f, lambda step: (xs[step % 8], ys[step % 8])
 
     def fresh(step):  # a new sample of the input distribution every step
-        x = torch.randn(args.batch, DIM, generator=g)
+        x = inputs(torch, args, args.batch, g)
         with torch.no_grad():
             return x, f(x)
     return model, f, fresh
 
 
-def eval_set(torch, teacher, n):
+def inputs(torch, args, n, g):
+    """n samples of the learn task's input distribution. isotropic: N(0, I). power-law: the
+    same total variance spread as real data spreads it (images, text embeddings), the k-th
+    principal direction with variance proportional to 1/k, in directions of a fixed random
+    rotation."""
+    z = torch.randn(n, DIM, generator=g)
+    if args.inputs == "isotropic":
+        return z
+    if not _SPECTRUM:
+        k = torch.arange(1, DIM + 1, dtype=torch.float32)
+        fixed = torch.Generator().manual_seed(7)
+        _SPECTRUM.append((DIM / (1 / k).sum() / k).sqrt())
+        _SPECTRUM.append(torch.linalg.qr(torch.randn(DIM, DIM, generator=fixed))[0].T)
+    scale, rotation = _SPECTRUM
+    return (z * scale) @ rotation
+
+
+_SPECTRUM = []  # power-law inputs: the scale of each principal direction, and the rotation
+
+
+def eval_set(torch, teacher, args, n):
     """n held-out samples, the same on every rank, drawn apart from the training streams."""
     g = torch.Generator().manual_seed(99)
-    x = torch.randn(n, DIM, generator=g)
+    x = inputs(torch, args, n, g)
     with torch.no_grad():
         return x, teacher(x)
 
@@ -250,7 +270,7 @@ def rank_main(args):
             rows.append(dict(s, loss=loss.item()))
         held_out = None
         if args.eval > 0:
-            ex, ey = eval_set(torch, teacher, args.eval)
+            ex, ey = eval_set(torch, teacher, args, args.eval)
             with torch.no_grad():
                 held_out = torch.nn.functional.mse_loss(model(ex), ey).item()
         out[key] = {"rows": rows, "params": sum(p.numel() for p in model.parameters()),
@@ -392,6 +412,9 @@ def main():
                     "memorize: 8 fixed batches per rank, cycled (the hard case)")
     ap.add_argument("--steps", type=int, help="default 300 (learn), 60 (memorize)")
     ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--inputs", choices=("isotropic", "power-law"), default="isotropic",
+                    help="learn: the input distribution (default isotropic, the hardest for a "
+                    "low rank: every step's gradient points somewhere new)")
     ap.add_argument("--batch", type=int, default=16, help="per rank")
     ap.add_argument("--eval", type=int, help="held-out samples scored after training "
                     "(default 2048 for learn, 0 for memorize)")
