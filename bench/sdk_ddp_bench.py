@@ -34,8 +34,10 @@ momentum amplifies them; a lower or decaying learning rate narrows the gap, more
 (3.2M parameters, 1,500 steps: +18%; 10.5M, 1,000 steps with cosine decay: +7.5%, 2,000
 steps: +5.94%). 10.5M, 1,000 steps with cosine decay and the first 300 plain (--start-iter
 300) ends +4.17% (held out +4.12%): within +-5%, at 230x fewer bytes per compressed step but
-3.3x over the whole run. On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after 60 steps. Judge PowerSGD on your own model over a few hundred
-steps. The table shows, from each rank's metrics:
+3.3x over the whole run; the same 300 plain steps ahead of 3,400 steps end +23.6%, and
+inputs spread like real data (--inputs power-law) end +50% with cosine decay. On memorize,
+rank 2 ends +77% (SGD) / +93% (Adam) after 60 steps. Judge PowerSGD on your own model over a
+few hundred steps. The table shows, from each rank's metrics:
 
   bytes/step     what the communication hook handed to all-reduce per step and rank (PowerSGD:
                  its compressed steps), counted per call; the ratio is to "none" (the bytes
