@@ -27,8 +27,9 @@ zlib), printed in the header.
 Prints the median of --runs epochs per contender (times --rounds: the contenders take
 turns, so a busy spell on a shared machine hits them all), the ratios the SDK aims for
 (>= 3x files, >= 1.5x shards), the CPU time of the main process and its workers per
-record (steadier than records/s where other work competes for the CPUs) and peak RSS of
-the main process and of a worker.
+record (steadier than records/s where other work competes for the CPUs), peak RSS of
+the main process and of a worker, and for trainyard's process workers the share of their
+lives spent waiting for the loop's next request (median over rounds; warm-up epoch included).
 
 The first table reads local files from the page cache, where opening a file costs a few
 microseconds. Training data usually sits on a network filesystem or an object store, where
@@ -211,14 +212,50 @@ def anon_mb(pid):
     return float("nan")
 
 
+def timed_worker(main, out_dir):
+    """data_loader._process_main, timing each worker's waits for its next request; on its way
+    out it writes (seconds waited, seconds alive) to a file in out_dir."""
+    def run(conn, fn, shm=None):
+        start, waited = time.perf_counter(), [0.0]
+
+        class Timed:
+            def recv(self):
+                t = time.perf_counter()
+                try:
+                    return conn.recv()
+                finally:
+                    waited[0] += time.perf_counter() - t
+
+            def __getattr__(self, name):
+                return getattr(conn, name)
+        try:
+            return main(Timed(), fn, shm)
+        finally:
+            with open(os.path.join(out_dir, str(os.getpid())), "w") as f:
+                f.write("%f %f" % (waited[0], time.perf_counter() - start))
+    return run
+
+
+def worker_wait_share(out_dir):
+    """The share of their lives the timed workers spent waiting for a request."""
+    waited = alive = 0.0
+    for name in os.listdir(out_dir):
+        with open(os.path.join(out_dir, name)) as f:
+            w, a = map(float, f.read().split())
+        waited, alive = waited + w, alive + a
+    return waited / alive if alive else None
+
+
 def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
     """In a fresh process: warm-up epoch, then `runs` timed epochs; prints JSON."""
     import torch
     from torch.utils.data import DataLoader, Dataset
 
-    from trainyard import data, data_format
+    from trainyard import data, data_format, data_loader
     if latency_s:
         add_open_latency(data_format, latency_s)
+    wait_dir = tempfile.TemporaryDirectory(prefix="ty-data-bench-wait-")
+    data_loader._process_main = timed_worker(data_loader._process_main, wait_dir.name)
 
     class Files(Dataset):
         def __init__(self):
@@ -277,9 +314,11 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
         loader.close()
     del loader
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    wait = worker_wait_share(wait_dir.name)
+    wait_dir.cleanup()
     print(json.dumps({"kind": kind, "records": count, "times": times, "cpus": cpus,
                       "main_rss_mb": main_rss, "main_anon_mb": main_anon,
-                      "worker_rss_mb": child_rss}))
+                      "worker_rss_mb": child_rss, "waits": [] if wait is None else [wait]}))
 
 
 def table(args, n, files, shards, latency_ms):
@@ -295,6 +334,7 @@ def table(args, n, files, shards, latency_ms):
             if kind in results:
                 results[kind]["times"] += r["times"]
                 results[kind]["cpus"] += r["cpus"]
+                results[kind]["waits"] += r["waits"]
                 for k in ("main_rss_mb", "main_anon_mb", "worker_rss_mb"):
                     results[kind][k] = max(results[kind][k], r[k])
             else:
@@ -306,18 +346,19 @@ def table(args, n, files, shards, latency_ms):
           "load average %.1f; %s" % (n, args.batch, args.workers, args.runs * args.rounds,
                                      args.rounds, args.runs, os.cpu_count(),
                                      os.getloadavg()[0], where))
-    print("%-27s %10s %9s %9s %11s %12s %13s %14s" % (
+    print("%-27s %10s %9s %9s %11s %12s %13s %14s %12s" % (
         "loader", "records/s", "vs files", "vs shards", "CPU us/rec", "main RSS MB",
-        "main anon MB", "worker RSS MB"))
+        "main anon MB", "worker RSS MB", "worker wait"))
     for kind, r in results.items():
         rate = r["records"] / base[kind]
 
         def ratio(other):
             return ("%8.2fx" % (base[other] / base[kind])) if other in base else "%9s" % "-"
         cpu = 1e6 * statistics.median(r["cpus"]) / r["records"]
-        print("%-27s %10.0f %9s %9s %11.1f %12.0f %13.0f %14.0f" % (
+        wait = "%.0f%%" % (100 * statistics.median(r["waits"])) if r["waits"] else "-"
+        print("%-27s %10.0f %9s %9s %11.1f %12.0f %13.0f %14.0f %12s" % (
             kind, rate, ratio("dataloader-files"), ratio("dataloader-shards"), cpu,
-            r["main_rss_mb"], r["main_anon_mb"], r["worker_rss_mb"]))
+            r["main_rss_mb"], r["main_anon_mb"], r["worker_rss_mb"], wait))
     sys.stdout.flush()
 
 
