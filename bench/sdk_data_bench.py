@@ -10,15 +10,16 @@ each, after one warm-up epoch (files are in the page cache for all of them):
   trainyard-process         data.Loader, forked workers, decode_batch(): the same crops,
                             flips and scaling for a whole RecordBatch with numpy gathers
                             (checked at start to give decode()'s tensors for the same draws)
-  trainyard-process-prefetch2  the same with prefetch=2 per worker (DataLoader's default
-                            depth, and data.Loader's before its process workers sized their
-                            queue by bytes): shows what the deeper default queue buys
   trainyard-thread          the same with worker threads
   trainyard-process-mapped  trainyard-process with mapped=True: decode_batch reads the records
                             where they lie in the page cache (shards mapped into memory,
                             each record's crc32 checked there), no copy
   trainyard-thread-mapped   the same with worker threads
   trainyard-thread-records  data.Loader, worker threads, decode() per record and collate
+  trainyard-process-prefetch2  trainyard-process with prefetch=2 per worker (DataLoader's
+                            default depth, and data.Loader's before its process workers sized
+                            their queue by bytes): shows what the deeper default queue buys
+  trainyard-thread-prefetch4   (only with --only) trainyard-thread with 4 per worker, not 2
 
 Every trainyard contender checks every record's crc32, as the format requires; it is computed
 by trainyard.crc32's fastest implementation here (isa-l or libdeflate when installed, else
@@ -62,6 +63,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 CONTENDERS = ("dataloader-files", "dataloader-shards", "trainyard-process", "trainyard-thread",
               "trainyard-process-mapped", "trainyard-thread-mapped", "trainyard-thread-records",
               "trainyard-process-prefetch2")
+EXTRA = ("trainyard-thread-prefetch4",)  # run only when named with --only
 
 
 def make_records(root, n):
@@ -294,7 +296,8 @@ def run_one(kind, files, shards, workers, batch, runs, latency_s=0.0):
     else:
         loader = data.Loader(shards, batch, seed=0, decode_batch=decode_batch,
                              workers=workers, worker_type=kind.split("-")[1],
-                             prefetch=2 * workers if kind.endswith("-prefetch2") else None,
+                             prefetch=(2 * workers if kind.endswith("-prefetch2") else
+                                       4 * workers if kind.endswith("-prefetch4") else None),
                              mapped=kind.endswith("-mapped"))
     times, cpus = [], []
     count = 0
@@ -374,7 +377,7 @@ def main():
     ap.add_argument("--dir", help="where to keep the generated data (default: a temp dir)")
     ap.add_argument("--file-latency-ms", type=float, default=2.0,
                     help="per-open delay for the second table (0: local table only)")
-    ap.add_argument("--only", choices=CONTENDERS, action="append")
+    ap.add_argument("--only", choices=CONTENDERS + EXTRA, action="append")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     n = 100000 if args.full else args.records
