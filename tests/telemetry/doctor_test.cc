@@ -412,7 +412,9 @@ TEST(Doctor, CommunicationBoundMeasuredFromTheSdksCommWait) {
   EXPECT_EQ(f->severity, "warning");
   EXPECT_NE(all_evidence(*f).find("30.0% of step time"), std::string::npos) << all_evidence(*f);
   EXPECT_NE(all_evidence(*f).find("8.0 MB all-reduced per step"), std::string::npos);
-  EXPECT_NE(f->sdk.find("powersgd"), std::string::npos);
+  EXPECT_NE(f->sdk.find("compression=\"fp16\""), std::string::npos) << f->sdk;
+  EXPECT_NE(f->sdk.find("powersgd"), std::string::npos) << f->sdk;
+  EXPECT_NE(f->action.find("raise the rank"), std::string::npos) << f->action;
   EXPECT_NEAR(*d.stats.comm_wait_share, 0.3, 1e-9);
   // Measured and small: neither the measured rule nor the utilization guess fires.
   auto low = [](int i) { return 35 + 5 * std::sin(i * 0.5); };
