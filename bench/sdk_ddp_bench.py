@@ -38,14 +38,16 @@ not sent yet) grows to 6-7x the gradient applied per step, so directions arrive 
 momentum amplifies them; a lower or decaying learning rate narrows the gap, more steps slowly
 (3.2M parameters, 1,500 steps: +18%; 10.5M, 1,000 steps with cosine decay: +7.5%, 2,000
 steps: +5.94%). 10.5M, 1,000 steps with cosine decay and the first 300 plain (--start-iter
-300) ends +4.17% (held out +4.12%): within +-5%, at 230x fewer bytes per compressed step but
-3.3x over the whole run; the same 300 plain steps ahead of 3,400 steps end +23.6%, and
-inputs spread like real data (--inputs power-law) end +50% with cosine decay. On memorize,
-rank 2 ends +77% (SGD) / +93% (Adam) after 60 steps. On a GPU (an H200, --device cuda; the
-2,000-step learn run there gave the CPU's losses to 4 digits), with at most 10% plain steps so
-that the whole run sends >= 9x fewer bytes, rank 2 trailed on every task: learn +5.94% after
-2,000 steps, +15.6% after 8,000; lm +17.3% after 2,000 steps (SGD), +14.7% (SGD) and +13.4%
-(Adam) after 5,000. Judge PowerSGD on your own model over a few hundred steps. The table shows, from each rank's metrics:
+300) ends +4.20% (held out +4.09%; 13 min on 2 idle cores, exit 0): within +-5%, at 230x
+fewer bytes per compressed step but 3.3x over the whole run; the same 300 plain steps ahead of
+3,400 steps end +23.6%, and inputs spread like real data (--inputs power-law) end +50% with
+cosine decay. On memorize, rank 2 ends +77% (SGD) / +93% (Adam) after 60 steps. On a GPU (an
+H200, --device cuda; the 2,000-step learn run there gave the CPU's losses to 4 digits), with
+at most 10% plain steps so that the whole run sends >= 9x fewer bytes, rank 2 trailed on every
+task: learn +5.94% after 2,000 steps, +15.6% after 8,000; lm +17.3% after 2,000 steps (SGD),
++14.7% (SGD) and +13.4% (Adam) after 5,000. fp16 compression halves the bytes and ends within
+0.1%. Judge PowerSGD on your own model over a few hundred steps. The table shows, from each
+rank's metrics:
 
   bytes/step     what the communication hook handed to all-reduce per step and rank (PowerSGD:
                  its compressed steps), counted per call; the ratio is to "none" (the bytes
@@ -73,12 +75,16 @@ the last steps' loss and (learn) on the held-out loss, and PowerSGD sends >= 10x
     PYTHONPATH=sdk/python /usr/bin/python3 bench/sdk_ddp_bench.py --quick    # 20 steps, 1024
     PYTHONPATH=sdk/python /usr/bin/python3 bench/sdk_ddp_bench.py --quick --start-iter 5 \
         --hook torch --modes none,powersgd    # torch's hook: the same SHA-256 as without
+    PYTHONPATH=sdk/python /usr/bin/python3 bench/sdk_ddp_bench.py --steps 1000 --decay cos \
+        --start-iter 300              # within +-5% at 230x fewer bytes per compressed step
+    PYTHONPATH=sdk/python /usr/bin/python3 bench/sdk_ddp_bench.py --modes fp16  # -0.08%, 2x
 
 Long runs, for the questions above (each also trains the uncompressed reference; --one-process
 simulates the 2 ranks in one process, the same computation up to rounding, without gloo):
 
     ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos   # ~1 h on loaded cores
     ... bench/sdk_ddp_bench.py --one-process --steps 1000 --decay cos --start-iter 300  # +4.17%
+    ... bench/sdk_ddp_sweep.sh ranks|long OUTDIR LIMIT python3 --device cuda  # on a GPU
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --steps 1500 --start-iter 30
     ... bench/sdk_ddp_bench.py --one-process --hidden 1024 --no-error-feedback
 """
@@ -529,9 +535,9 @@ def main():
     ap.add_argument("--width", type=int, default=384, help="lm: the transformer's width")
     ap.add_argument("--layers", type=int, default=6, help="lm: transformer blocks")
     ap.add_argument("--seq", type=int, default=128, help="lm: bytes per sequence")
-    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda: both ranks on "
-                    "this GPU, still through gloo (the loss curves, faster; the issue's "
-                    "numbers are from cpu)")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="cpu (default), or cuda: both ranks on this GPU, still through gloo "
+                    "(the same losses to about 4 digits, far faster)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     ap.add_argument("--inputs", choices=("isotropic", "power-law"), default="isotropic",
                     help="learn: the input distribution (default isotropic, the hardest for a "
@@ -607,6 +613,11 @@ def main():
         args.out = args.rank_out
         rank_main(args)
         return
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            sys.exit("--device cuda: this Python's torch %s sees no CUDA device; use --device "
+                     "cpu, or a Python whose torch was built with CUDA" % torch.__version__)
     args.passthrough = [a for a in sys.argv[1:] if a != "--quick"]
     if args.quick:
         args.passthrough += ["--steps", "20", "--hidden", "1024"]
