@@ -203,6 +203,7 @@ def text(torch):
 
 
 def windows(torch, data, starts, n):
+    """lm: the n bytes from each start (inputs) and the n after them (targets)."""
     idx = starts[:, None] + torch.arange(n + 1)
     seq = data[idx]
     return seq[:, :-1], seq[:, 1:]
