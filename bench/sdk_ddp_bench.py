@@ -379,10 +379,11 @@ def rank_main(args):
         held_out = None
         if args.eval > 0:
             ex, ey = eval_set(torch, teacher, args, args.eval)
+            total = 0.0
             with torch.no_grad():  # in chunks of 64: the lm's logits are large
-                held_out = sum(loss_of(torch, args, model(ex[i:i + 64].to(dev)),
-                                       ey[i:i + 64].to(dev)).item() * len(ex[i:i + 64])
-                               for i in range(0, len(ex), 64)) / len(ex)
+                for cx, cy in zip(ex.split(64), ey.split(64)):
+                    total += loss_of(torch, args, model(cx.to(dev)), cy.to(dev)).item() * len(cx)
+            held_out = total / len(ex)
         out[key] = {"rows": rows, "params": sum(p.numel() for p in model.parameters()),
                     "held_out": held_out, "digest": digest(model), "backlog": backlog}
         ctx.barrier()
